@@ -1,0 +1,16 @@
+import type { Client } from '@temporalio/client';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/index.js';
+import type { Pool } from '../db/pool.js';
+import type { Logger } from '../logging/logger.js';
+import type { KeyUsageRecorder } from './middleware/keyUsage.js';
+
+/** What the API needs from the outside world; built once per process and injected. */
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  temporal: Client;
+  logger: Logger;
+  redis?: Redis;
+  keyUsage: KeyUsageRecorder;
+}

@@ -1,0 +1,53 @@
+import type { Middleware } from 'koa';
+import { timingSafeEqual } from 'node:crypto';
+import { apiKeyPrefix, digestsEqual, hashSecret } from '../../domain/apiKeys.js';
+import { findApiKeyByPrefix } from '../../db/repositories/apiKeys.js';
+import { forbidden, unauthorized } from '../errors.js';
+import type { AppDeps } from '../deps.js';
+
+export interface AuthContext {
+  teamId: string;
+  keyId: string;
+}
+
+/** The bearer token of the Authorization header, or the spec's 401 for its absence. */
+export function bearerToken(header: string | undefined): string {
+  if (!header || !/^bearer /i.test(header)) throw unauthorized('Missing or malformed Authorization header');
+  const token = header.slice('Bearer '.length).trim();
+  if (token === '') throw unauthorized('API key is empty');
+  return token;
+}
+
+/** API-key authentication exactly as the spec's table; attaches ctx.state.auth. */
+export function authenticateApiKey(deps: AppDeps): Middleware {
+  return async (ctx, next) => {
+    const apiKey = bearerToken(ctx.get('Authorization') || undefined);
+    const prefix = apiKeyPrefix(apiKey);
+    if (!prefix) throw unauthorized('Invalid API key');
+    let record;
+    try {
+      record = await findApiKeyByPrefix(deps.pool, prefix);
+    } catch (err) {
+      ctx.state.log?.error({ err }, 'API key lookup failed');
+      throw unauthorized('Authentication failed');
+    }
+    if (!record || !digestsEqual(record.key_hash, hashSecret(apiKey))) throw unauthorized('Invalid API key');
+    if (record.revoked_at) throw forbidden('API key has been revoked');
+    ctx.state.auth = { teamId: record.team_id, keyId: record.id } satisfies AuthContext;
+    deps.keyUsage.touch(record.id);
+    return next();
+  };
+}
+
+/** The media edge's shared secret (decisions §5) for the /internal/v1 API. */
+export function authenticateMediaEdge(deps: AppDeps): Middleware {
+  return async (ctx, next) => {
+    const token = bearerToken(ctx.get('Authorization') || undefined);
+    const expected = deps.config.MEDIA_EDGE_SECRET;
+    if (!expected) throw unauthorized('Media edge access is not configured');
+    const a = Buffer.from(hashSecret(token), 'hex');
+    const b = Buffer.from(hashSecret(expected), 'hex');
+    if (!timingSafeEqual(a, b)) throw unauthorized('Invalid media edge secret');
+    return next();
+  };
+}

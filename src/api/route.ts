@@ -1,0 +1,134 @@
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import type { ZodType } from 'zod';
+import { validationError } from './errors.js';
+import type { AppDeps } from './deps.js';
+import { authenticateApiKey, authenticateMediaEdge, type AuthContext } from './middleware/authenticate.js';
+import { jsonBody } from './middleware/jsonBody.js';
+import { errorResponse } from './schemas.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Who may call a route: `apiKey` (Bearer API key, team attached), `mediaEdge` (the
+ * internal media-edge secret), `hookToken` (the token in the path, checked by the
+ * handler) or `public`.
+ */
+export type RouteAuth = 'apiKey' | 'mediaEdge' | 'hookToken' | 'public';
+
+export interface RouteResponseSpec {
+  description: string;
+  schema?: ZodType;
+}
+
+export interface RouteRequest<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** Set on apiKey routes. */
+  auth: AuthContext;
+  ctx: Context;
+}
+
+export interface RouteResult {
+  status?: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export interface RouteDefinition<P = any, Q = any, B = any> {
+  method: HttpMethod;
+  /** OpenAPI-style template, e.g. /api/v1/get-call-status/{call_id}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  auth: RouteAuth;
+  request?: { params?: ZodType<P>; query?: ZodType<Q>; body?: ZodType<B>; bodyRequired?: boolean };
+  responses: Record<number, RouteResponseSpec>;
+  handler: (req: RouteRequest<P, Q, B>, deps: AppDeps) => Promise<RouteResult>;
+}
+
+/** Declares a route once: its schemas validate requests and feed the OpenAPI document. */
+export function defineRoute<P, Q, B>(route: RouteDefinition<P, Q, B>): RouteDefinition<P, Q, B> {
+  return route;
+}
+
+/** /api/v1/x/{id} -> /api/v1/x/:id for the Koa router. */
+export function koaPath(template: string): string {
+  return template.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** "METHOD template": the endpoint identity used by rate limits and idempotency keys. */
+export function endpointKey(route: Pick<RouteDefinition, 'method' | 'path'>): string {
+  return `${route.method.toUpperCase()} ${koaPath(route.path)}`;
+}
+
+function validated<T>(schema: ZodType<T> | undefined, value: unknown, location: 'body' | 'query' | 'path'): T {
+  if (!schema) return value as T;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw validationError(parsed.error, location);
+  return parsed.data;
+}
+
+function authentication(route: RouteDefinition, deps: AppDeps): Middleware[] {
+  switch (route.auth) {
+    case 'apiKey':
+      return [authenticateApiKey(deps)];
+    case 'mediaEdge':
+      return [authenticateMediaEdge(deps)];
+    default:
+      return [];
+  }
+}
+
+/**
+ * The chain every route runs, in this order: authenticate, read the JSON body (413/400),
+ * validate path, query and body, then the handler.
+ */
+export function routeChain(route: RouteDefinition, deps: AppDeps): Middleware[] {
+  const handle: Middleware = async (ctx) => {
+    const params = validated(route.request?.params, ctx.params ?? {}, 'path');
+    const query = validated(route.request?.query, { ...ctx.query }, 'query');
+    const rawBody = ctx.state.body;
+    const body = validated(route.request?.body, rawBody === undefined && !route.request?.bodyRequired ? {} : rawBody, 'body');
+    const result = await route.handler({ params, query, body, auth: ctx.state.auth, ctx }, deps);
+    ctx.status = result.status ?? 200;
+    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    ctx.body = result.body;
+  };
+  return [...authentication(route, deps), jsonBody(), handle];
+}
+
+/** The OpenAPI description of one route. */
+export function openApiPath(route: RouteDefinition): RouteConfig {
+  const responses: RouteConfig['responses'] = {};
+  const common: Record<number, RouteResponseSpec> =
+    route.auth === 'apiKey'
+      ? { 401: { description: 'Missing, malformed or invalid API key' }, 403: { description: 'API key has been revoked' }, 429: { description: 'Rate limit exceeded' } }
+      : {};
+  const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, ...route.responses };
+  for (const [status, spec] of Object.entries(all)) {
+    const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
+    responses[status] = schema ? { description: spec.description, content: { 'application/json': { schema } } } : { description: spec.description };
+  }
+  return {
+    method: route.method,
+    path: route.path,
+    operationId: route.operationId,
+    summary: route.summary,
+    description: route.description,
+    tags: route.tags,
+    security: route.auth === 'apiKey' ? [{ bearerAuth: [] }] : route.auth === 'mediaEdge' ? [{ mediaEdgeAuth: [] }] : [],
+    request: {
+      // zod-to-openapi wants object schemas here; every route's params and query are objects.
+      params: route.request?.params as any,
+      query: route.request?.query as any,
+      body: route.request?.body
+        ? { required: route.request.bodyRequired ?? true, content: { 'application/json': { schema: route.request.body } } }
+        : undefined,
+    },
+    responses,
+  };
+}

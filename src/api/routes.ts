@@ -1,0 +1,8 @@
+import { healthRoutes } from './health/routes.js';
+import { openApiRoutes } from './openapi/routes.js';
+import type { RouteDefinition } from './route.js';
+
+/** Every route of the service. A resource adds its list here. */
+export function allRoutes(): RouteDefinition[] {
+  return [...healthRoutes, ...openApiRoutes(allRoutes)];
+}

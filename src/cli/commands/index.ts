@@ -1,0 +1,5 @@
+import type { CliCommand } from '../command.js';
+import { coreCommands } from './core.js';
+
+/** Every operator command; a capability adds its list here. */
+export const cliCommands: CliCommand[] = [...coreCommands];

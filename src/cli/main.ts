@@ -1,0 +1,101 @@
+// The operator CLI (decisions §2): `npm run --silent admin -- <command> [options] [--json]`.
+// With --json a command prints exactly one JSON object on stdout; errors go to stderr
+// with a non-zero exit code.
+import { parseArgs } from 'node:util';
+import type { Client } from '@temporalio/client';
+import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { openDatabase, openTemporal, type Database, type Temporal } from '../infrastructure.js';
+import { createLogger } from '../logging/logger.js';
+import { CliError, type CliCommand, type CliContext } from './command.js';
+import { cliCommands } from './commands/index.js';
+
+function usage(commands: CliCommand[]): string {
+  const lines = ['Usage: npm run --silent admin -- <command> [options] [--json]', '', 'Commands:'];
+  for (const c of commands) {
+    const opts = Object.entries(c.options ?? {})
+      .map(([name, o]) => (o.required ? `--${name} ${name.toUpperCase()}` : `[--${name} ${o.type === 'string' ? name.toUpperCase() : ''}]`.replace(' ]', ']')))
+      .join(' ');
+    lines.push(`  ${[c.name, ...(c.positionals ?? []), opts].filter(Boolean).join(' ')}`);
+    lines.push(`      ${c.summary}`);
+    for (const [name, o] of Object.entries(c.options ?? {})) lines.push(`      --${name.padEnd(16)} ${o.description}`);
+  }
+  lines.push('', 'Global options:', '  --json             print exactly one JSON object on stdout', '  --help             this text');
+  lines.push('', 'Environment: DATABASE_URL (else the embedded Postgres of DATA_DIR), TEMPORAL_ADDRESS, DEFAULT_PHONE_REGION.');
+  return lines.join('\n');
+}
+
+function findCommand(commands: CliCommand[], argv: string[]): { command: CliCommand; rest: string[] } | undefined {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  for (const length of [2, 1]) {
+    const name = words.slice(0, length).join(' ');
+    const command = commands.find((c) => c.name === name);
+    if (command) {
+      const rest = [...argv];
+      for (const word of name.split(' ')) rest.splice(rest.indexOf(word), 1);
+      return { command, rest };
+    }
+  }
+  return undefined;
+}
+
+function createContext(config: Config): CliContext & { close(): Promise<void> } {
+  // The CLI's own logs never touch stdout.
+  const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL, 2);
+  let database: Promise<Database> | undefined;
+  let temporal: Promise<Temporal> | undefined;
+  return {
+    config,
+    db: async () => (await (database ??= openDatabase(config, logger))).pool,
+    temporal: async (): Promise<Client> => {
+      if (!config.TEMPORAL_ADDRESS) {
+        // Attach to the dev server `npm start` runs; never start a second one from the CLI.
+        config = { ...config, TEMPORAL_ADDRESS: `127.0.0.1:${config.TEMPORAL_DEV_PORT}` };
+      }
+      return (await (temporal ??= openTemporal(config, logger))).client;
+    },
+    async close() {
+      await (await temporal?.catch(() => undefined))?.close();
+      await (await database?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const args = argv.filter((a) => a !== '--json');
+  if (args.length === 0 || args.includes('--help') || args[0] === 'help') {
+    process.stdout.write(`${usage(cliCommands)}\n`);
+    return args.length === 0 ? 1 : 0;
+  }
+  const found = findCommand(cliCommands, args);
+  if (!found) throw new CliError(`unknown command: ${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')}. Run with --help for the list.`);
+  const { command, rest } = found;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: Object.fromEntries(Object.entries(command.options ?? {}).map(([n, o]) => [n, { type: o.type }])),
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new CliError(`${(err as Error).message}\nUsage: ${command.name} ${Object.keys(command.options ?? {}).map((o) => `--${o}`).join(' ')}`);
+  }
+  const ctx = createContext(loadConfig());
+  try {
+    const result = await command.run(ctx, { options: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals });
+    process.stdout.write(`${json ? JSON.stringify(result) : command.text(result)}\n`);
+    return 0;
+  } finally {
+    await ctx.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    const known = err instanceof CliError || err instanceof ConfigError;
+    process.stderr.write(`admin: ${known ? err.message : (err as Error).stack ?? String(err)}\n`);
+    process.exit(known ? 1 : 2);
+  },
+);

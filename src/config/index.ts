@@ -1,0 +1,91 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { isSupportedCountry } from 'libphonenumber-js';
+
+/** Repository root: config/ sits two levels below it. */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce
+  .number({ message: 'must be a port number' })
+  .int('must be a whole number')
+  .min(0, 'must be between 0 and 65535')
+  .max(65535, 'must be between 0 and 65535');
+
+const url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL (${protocols.join(' or ')})`);
+
+const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must be a whole number').positive('must be positive');
+
+/** Every environment variable the service reads, with its default (decisions §1). */
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default(path.join(PROJECT_ROOT, '.data')),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('voice-agent'),
+  TEMPORAL_DEV_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_CLI_PATH: z.string().min(1).default(path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal')),
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  TRUST_PROXY: booleanFlag.default(false),
+  DEFAULT_PHONE_REGION: z
+    .string()
+    .transform((v) => v.toUpperCase())
+    .refine((v) => isSupportedCountry(v), 'must be a supported ISO 3166-1 alpha-2 region such as US')
+    .default('US'),
+  MEDIA_EDGE_WS_URL: url(['ws:', 'wss:']).optional(),
+  MEDIA_EDGE_SIP_DOMAIN: z.string().min(1).optional(),
+  MEDIA_EDGE_SIP_USERNAME: z.string().min(1).default('web-caller'),
+  MEDIA_EDGE_SIP_PASSWORD: z.string().min(1).default('web-caller'),
+  MEDIA_EDGE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
+  SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
+  KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`Invalid configuration: ${variable} ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the environment; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof Config, string>> = {}): Config {
+  const raw: Record<string, string | undefined> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = overrides[key as keyof Config] ?? env[key];
+    // An empty variable means "not set", as shells and compose files often leave them.
+    raw[key] = value === '' ? undefined : value;
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(variable, issue.message.replace(/^Invalid input: /, ''));
+  }
+  return parsed.data;
+}
+
+/** Whether the public web-call path (create-web-session, create-web-call) is configured. */
+export function webCallingConfigured(config: Config): boolean {
+  return Boolean(config.MEDIA_EDGE_WS_URL && config.MEDIA_EDGE_SIP_DOMAIN);
+}

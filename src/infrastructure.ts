@@ -1,0 +1,82 @@
+import { Redis } from 'ioredis';
+import type { Config } from './config/index.js';
+import { startEmbeddedPostgres } from './db/embedded.js';
+import { migrate } from './db/migrate.js';
+import { createPool, type Pool } from './db/pool.js';
+import type { Logger } from './logging/logger.js';
+import { connectTemporal, temporalAddress, type TemporalClient } from './temporal/client.js';
+import { startDevServer, type DevServer } from './temporal/devServer.js';
+
+export interface Database {
+  pool: Pool;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** DATABASE_URL when set, otherwise the embedded Postgres of DATA_DIR; migrated. */
+export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres(config.DATA_DIR);
+  const url = config.DATABASE_URL ?? embedded!.url;
+  const pool = createPool(url, config.DATABASE_POOL_SIZE);
+  try {
+    const applied = await migrate(pool);
+    if (applied.length) logger.info({ applied }, 'database migrated');
+  } catch (err) {
+    await pool.end();
+    await embedded?.stop();
+    throw err;
+  }
+  return {
+    pool,
+    url,
+    async close() {
+      await pool.end();
+      await embedded?.stop();
+    },
+  };
+}
+
+export interface Temporal extends TemporalClient {
+  address: string;
+  uiUrl?: string;
+  close(): Promise<void>;
+}
+
+/** TEMPORAL_ADDRESS when set, otherwise a dev server (with Web UI) started here. */
+export async function openTemporal(config: Config, logger: Logger): Promise<Temporal> {
+  let devServer: DevServer | undefined;
+  if (!config.TEMPORAL_ADDRESS) {
+    devServer = await startDevServer({
+      cliPath: config.TEMPORAL_CLI_PATH,
+      dataDir: config.DATA_DIR,
+      port: config.TEMPORAL_DEV_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      namespace: config.TEMPORAL_NAMESPACE,
+      logger,
+    });
+  }
+  const address = devServer?.address ?? temporalAddress(config);
+  try {
+    const temporal = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
+    return {
+      ...temporal,
+      address,
+      uiUrl: devServer?.uiUrl,
+      async close() {
+        await temporal.connection.close();
+        await devServer?.stop();
+      },
+    };
+  } catch (err) {
+    await devServer?.stop();
+    throw err;
+  }
+}
+
+/** The shared Redis when REDIS_URL is set; the service keeps running while it is down. */
+export function openRedis(config: Config, logger: Logger): Redis | undefined {
+  if (!config.REDIS_URL) return undefined;
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+  redis.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
+  return redis;
+}

@@ -1,0 +1,66 @@
+// `npm start`: everything on one machine. Postgres (embedded unless DATABASE_URL), a
+// Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker and the API.
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig, ConfigError } from './config/index.js';
+import { createLogger } from './logging/logger.js';
+import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
+import { startApi } from './server.js';
+import { createWorker } from './temporal/worker.js';
+
+// Local defaults so web calling works out of the box (decisions §5); real deployments set them.
+process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
+process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
+process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const database = await openDatabase(config, logger);
+  const temporal = await openTemporal(config, logger);
+  const redis = openRedis(config, logger);
+
+  const workerConnection = await NativeConnection.connect({ address: temporal.address });
+  const worker = await createWorker({
+    connection: workerConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: { config, pool: database.pool, logger, temporal: temporal.client },
+  });
+  const workerRun = worker.run();
+  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
+
+  const base = `http://127.0.0.1:${api.port}`;
+  process.stdout.write(
+    [
+      `API          ${base}/api/v1`,
+      `Health       ${base}/api/v1/health`,
+      `OpenAPI      ${base}/api/v1/openapi.json`,
+      `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
+      `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    await api.close();
+    worker.shutdown();
+    await workerRun.catch((err) => logger.error({ err }, 'worker stopped with an error'));
+    await workerConnection.close();
+    redis?.disconnect();
+    await temporal.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof ConfigError ? err.message : `Start-up failed: ${(err as Error).stack ?? err}`}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+// The API process on its own (production topology: `npm run api`).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import type { Redis } from 'ioredis';
+import { createApp } from './api/app.js';
+import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
+import { ConfigError, loadConfig, type Config } from './config/index.js';
+import type { Pool } from './db/pool.js';
+import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
+import { createLogger, type Logger } from './logging/logger.js';
+
+export interface RunningApi {
+  port: number;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+/** Builds the app over the given dependencies and listens on PORT. */
+export async function startApi(opts: { config: Config; pool: Pool; temporal: Client; logger: Logger; redis?: Redis; port?: number }): Promise<RunningApi> {
+  const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
+  keyUsage.start();
+  const app = createApp({ ...opts, keyUsage });
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? opts.config.PORT, opts.config.HOST, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    server,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await keyUsage.stop();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const database = await openDatabase(config, logger);
+  const temporal = await openTemporal(config, logger);
+  const redis = openRedis(config, logger);
+  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
+  logger.info({ port: api.port }, 'API listening');
+  const stop = async () => {
+    await api.close();
+    redis?.disconnect();
+    await temporal.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : `Start-up failed: ${(err as Error).stack ?? err}`}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,2 @@
+// Every workflow of the service, one file each. The worker bundles this module.
+export {};

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import { createApp } from './api/app.js';
+import type { RouteDefinition } from './api/route.js';
 import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
 import { ConfigError, loadConfig, type Config } from './config/index.js';
 import type { Pool } from './db/pool.js';
@@ -18,10 +19,10 @@ export interface RunningApi {
 }
 
 /** Builds the app over the given dependencies and listens on PORT. */
-export async function startApi(opts: { config: Config; pool: Pool; temporal: Client; logger: Logger; redis?: Redis; port?: number }): Promise<RunningApi> {
+export async function startApi(opts: { config: Config; pool: Pool; temporal: Client; logger: Logger; redis?: Redis; port?: number; routes?: RouteDefinition[] }): Promise<RunningApi> {
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
-  const app = createApp({ ...opts, keyUsage });
+  const app = createApp({ ...opts, keyUsage }, opts.routes);
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

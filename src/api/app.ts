@@ -3,15 +3,15 @@ import Koa from 'koa';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
 import { requestContext } from './middleware/requestContext.js';
-import { koaPath, routeChain } from './route.js';
+import { koaPath, routeChain, type RouteDefinition } from './route.js';
 import { allRoutes } from './routes.js';
 
 /** The Koa application: request context, error mapping, then every declared route. */
-export function createApp(deps: AppDeps): Koa {
+export function createApp(deps: AppDeps, routes: RouteDefinition[] = allRoutes()): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   const router = new Router();
-  for (const route of allRoutes()) {
+  for (const route of routes) {
     router[route.method](koaPath(route.path), ...routeChain(route, deps));
   }
   app.use(requestContext(deps.logger));

@@ -5,6 +5,7 @@ import { validationError } from './errors.js';
 import type { AppDeps } from './deps.js';
 import { authenticateApiKey, authenticateMediaEdge, type AuthContext } from './middleware/authenticate.js';
 import { jsonBody } from './middleware/jsonBody.js';
+import { documentIdempotency, idempotency } from './middleware/idempotency.js';
 import { errorResponse } from './schemas.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -98,7 +99,7 @@ export function routeChain(route: RouteDefinition, deps: AppDeps): Middleware[] 
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
     ctx.body = result.body;
   };
-  return [...authentication(route, deps), jsonBody(), handle];
+  return [...authentication(route, deps), jsonBody(), ...idempotency(route, deps), handle];
 }
 
 /** The OpenAPI description of one route. */
@@ -113,7 +114,7 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
     const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
     responses[status] = schema ? { description: spec.description, content: { 'application/json': { schema } } } : { description: spec.description };
   }
-  return {
+  return documentIdempotency(route, {
     method: route.method,
     path: route.path,
     operationId: route.operationId,
@@ -130,5 +131,5 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
         : undefined,
     },
     responses,
-  };
+  }, errorResponse);
 }

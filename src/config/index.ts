@@ -57,6 +57,7 @@ export const configSchema = z.object({
   VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
   SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
   KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),
+  IDEMPOTENCY_STALE_AFTER_SECONDS: positiveInt.default(60),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,289 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  findIdempotencyKey,
+  pruneExpiredIdempotencyKeys,
+  releaseIdempotencyKey,
+  type IdempotencyKeyRef,
+  type IdempotencyRecord,
+} from '../../db/repositories/idempotency.js';
+import type { AppDeps } from '../deps.js';
+import { badRequest, conflict, unprocessable } from '../errors.js';
+import { endpointKey, type RouteDefinition } from '../route.js';
+import { z } from '../schemas.js';
+import type { AuthContext } from './authenticate.js';
+import { toApiError } from './errorHandler.js';
+
+// Idempotent requests, decisions §8. See docs/idempotency.md.
+
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+/** How long a kept response is replayed. */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+
+export const INVALID_KEY_MESSAGE = 'Idempotency-Key must be 1 to 255 printable ASCII characters';
+export const DIFFERENT_BODY_MESSAGE = 'Idempotency-Key was already used with a different request body';
+export const IN_PROGRESS_MESSAGE = 'A request with this Idempotency-Key is still in progress';
+
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+/** Answers never kept: the client fixes the request (or waits) and sends the same key again. */
+const NEVER_KEPT = new Set([400, 401, 403, 429]);
+// Expired rows are deleted in small batches, at most once a minute per process, off the
+// request's critical path; a full batch schedules the next one at the next request.
+const PRUNE_INTERVAL_MS = 60_000;
+const PRUNE_BATCH = 1000;
+// Headers never stored with a kept response: recomputed, or belonging to the replay itself.
+const UNKEPT_HEADERS = new Set(['content-length', 'x-request-id', IDEMPOTENT_REPLAYED_HEADER.toLowerCase()]);
+
+/** What the middleware keeps on ctx.state.idempotency while it owns a key. */
+export interface IdempotencyState extends IdempotencyKeyRef {
+  attemptId: string;
+  /** Set by markChanged(): a 5xx after a durable change is kept, not released. */
+  changed: boolean;
+}
+
+/** Whether a route takes the Idempotency-Key header: every API-key POST under /api/v1. */
+export function idempotencyApplies(route: Pick<RouteDefinition, 'auth' | 'method' | 'path'>): boolean {
+  return route.auth === 'apiKey' && route.method === 'post' && route.path.startsWith('/api/v1/');
+}
+
+/**
+ * A UUID (version-8 shape) derived from team, endpoint and key (and an optional purpose,
+ * for a second resource of the same request): every retry with the same key gets the
+ * same id, so a create that crashed half-way cannot create a second resource or start a
+ * second workflow.
+ */
+export function deriveIdempotentId(ref: IdempotencyKeyRef, purpose?: string): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify(['idempotency', ref.teamId, ref.endpoint, ref.key, purpose ?? null]))
+    .digest();
+  digest[6] = (digest[6] & 0x0f) | 0x80;
+  digest[8] = (digest[8] & 0x3f) | 0x80;
+  const hex = digest.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * The deterministic resource id of this request when it carries an Idempotency-Key,
+ * otherwise undefined (use a random id then): `idempotentId(req.ctx) ?? randomUUID()`.
+ * Pass a purpose when one request creates more than one resource.
+ */
+export function idempotentId(ctx: Context, purpose?: string): string | undefined {
+  const state = ctx.state.idempotency as IdempotencyState | undefined;
+  if (!state) return undefined;
+  return purpose === undefined ? (ctx.state.idempotentId as string) : deriveIdempotentId(state, purpose);
+}
+
+/**
+ * Tells the middleware the request has made a durable change: should it then fail with a
+ * 5xx, that answer is kept and replayed instead of letting a retry run again. Needed only
+ * where re-running after a partial change would not be safe on its own.
+ */
+export function markChanged(ctx: Context): void {
+  const state = ctx.state.idempotency as IdempotencyState | undefined;
+  if (state) state.changed = true;
+}
+
+/** JSON with object keys sorted at every level: equal after parsing means equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const fields = Object.keys(record)
+      .filter((k) => record[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`);
+    return `{${fields.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * The hash a replay is compared on: path parameters, query and parsed body (key order and
+ * whitespace do not matter). An empty body differs from `{}`.
+ */
+export function requestFingerprint(request: { params: unknown; query: unknown; body: unknown }): string {
+  const body = request.body === undefined ? [] : [request.body];
+  return createHash('sha256').update(canonicalJson([request.params ?? {}, request.query ?? {}, body])).digest('hex');
+}
+
+function keeps(status: number, changed: boolean): boolean {
+  if (NEVER_KEPT.has(status)) return false;
+  if (status >= 500) return changed;
+  return true;
+}
+
+function responseHeaders(ctx: Context): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(ctx.response.headers)) {
+    if (value === undefined || UNKEPT_HEADERS.has(name.toLowerCase())) continue;
+    kept[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return kept;
+}
+
+function serialisedBody(body: unknown): string | undefined {
+  if (body === undefined || body === null) return '';
+  if (typeof body === 'string') return body;
+  if (Buffer.isBuffer(body)) return body.toString('utf8');
+  if (typeof (body as { pipe?: unknown }).pipe === 'function') return undefined; // a stream cannot be kept
+  return JSON.stringify(body);
+}
+
+function replay(ctx: Context, record: IdempotencyRecord): void {
+  ctx.status = record.response_status!;
+  for (const [name, value] of Object.entries(record.response_headers)) ctx.set(name, value);
+  ctx.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+  ctx.body = record.response_body!;
+}
+
+const lastPrune = new WeakMap<object, number>();
+
+/** Starts a bounded prune of expired keys, at most once per interval; never awaited. */
+function maybePrune(deps: AppDeps): void {
+  const now = Date.now();
+  if (now - (lastPrune.get(deps.pool) ?? 0) < PRUNE_INTERVAL_MS) return;
+  lastPrune.set(deps.pool, now);
+  pruneExpiredIdempotencyKeys(deps.pool, PRUNE_BATCH).then(
+    (deleted) => {
+      if (deleted >= PRUNE_BATCH) lastPrune.set(deps.pool, 0);
+    },
+    (err) => deps.logger.warn({ err }, 'could not prune expired idempotency keys'),
+  );
+}
+
+/**
+ * The idempotency step of a route's chain, placed after authentication and the JSON body
+ * and before validation: [] for routes it does not apply to. Without the header the
+ * request runs as usual. With it, the first request claims the key, runs, and its answer
+ * is kept (or the key released for 400/401/403/429 and unchanged 5xx); later requests
+ * replay the kept answer, or get 409 while it runs and 422 for a different request.
+ */
+export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[] {
+  if (!idempotencyApplies(route)) return [];
+  const endpoint = endpointKey(route);
+  const staleAfterSeconds = deps.config.IDEMPOTENCY_STALE_AFTER_SECONDS;
+  const step: Middleware = async (ctx, next) => {
+    const key = ctx.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
+    if (key === undefined) return next();
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw badRequest(INVALID_KEY_MESSAGE);
+    const auth = ctx.state.auth as AuthContext;
+    const ref: IdempotencyKeyRef = { teamId: auth.teamId, endpoint, key };
+    const requestHash = requestFingerprint({ params: ctx.params, query: ctx.query, body: ctx.state.body });
+    const attemptId = randomUUID();
+    maybePrune(deps);
+
+    // A record seen as existing can vanish before it is read (released, pruned): claim again.
+    for (let attempt = 0; ; attempt += 1) {
+      const claimed = await claimIdempotencyKey(deps.pool, {
+        ...ref,
+        requestHash,
+        attemptId,
+        ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
+        staleAfterSeconds,
+      });
+      if (claimed) {
+        if (claimed.took_over) ctx.state.log?.warn({ endpoint, lockedSince: claimed.created_at }, 'took over a stale in-progress idempotency key');
+        break;
+      }
+      const existing = await findIdempotencyKey(deps.pool, ref);
+      if (existing) {
+        if (existing.request_hash !== requestHash) throw unprocessable(DIFFERENT_BODY_MESSAGE);
+        if (existing.state === 'in_progress') throw conflict(IN_PROGRESS_MESSAGE);
+        return replay(ctx, existing);
+      }
+      if (attempt >= 2) throw conflict(IN_PROGRESS_MESSAGE);
+    }
+
+    const state: IdempotencyState = { ...ref, attemptId, changed: false };
+    ctx.state.idempotency = state;
+    ctx.state.idempotentId = deriveIdempotentId(ref);
+    const release = async () => {
+      try {
+        await releaseIdempotencyKey(deps.pool, { ...ref, attemptId });
+      } catch (err) {
+        // The key stays in progress until it goes stale and is taken over.
+        ctx.state.log?.warn({ err, endpoint }, 'could not release an idempotency key');
+      }
+    };
+
+    try {
+      await next();
+    } catch (err) {
+      const apiError = toApiError(err);
+      if (!keeps(apiError.status, state.changed)) {
+        await release();
+        throw err;
+      }
+      // Kept errors are rendered here, exactly as the error handler would, so that the
+      // stored text is the text sent.
+      if (apiError.status >= 500) ctx.state.log?.error({ err }, 'request failed');
+      ctx.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+      ctx.body = { success: false, message: apiError.message, ...apiError.extra };
+    }
+
+    const body = serialisedBody(ctx.body);
+    if (!keeps(ctx.status, state.changed) || body === undefined) return release();
+    ctx.body = body;
+    try {
+      await completeIdempotencyKey(deps.pool, { ...ref, attemptId, status: ctx.status, body, headers: responseHeaders(ctx) });
+    } catch (err) {
+      // The request itself succeeded: answer it. The key goes stale and the next retry
+      // runs again, where the deterministic id and the endpoint's own uniqueness hold.
+      ctx.state.log?.error({ err, endpoint }, 'could not keep an idempotent response');
+    }
+  };
+  return [step];
+}
+
+const idempotencyKeyHeader = z.object({
+  [IDEMPOTENCY_KEY_HEADER]: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(KEY_PATTERN)
+    .optional()
+    .openapi({
+      description:
+        'Makes the request safe to retry: the first request with a key runs, and for 24 hours a request with the same key and the same body answers the kept status and body with Idempotent-Replayed: true. 1 to 255 printable ASCII characters, scoped to the team and the route.',
+      example: '5f0c8a7e-2c1b-4d7e-9a51-0d3b8f6e4c21',
+    }),
+});
+
+const replayedHeader = {
+  [IDEMPOTENT_REPLAYED_HEADER]: {
+    description: '`true` when this is the kept answer of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string' as const, enum: ['true'] },
+  },
+};
+
+function withExtraDescription(response: RouteConfig['responses'][string] | undefined, description: string): RouteConfig['responses'][string] {
+  if (!response) return { description, content: undefined };
+  if ('$ref' in response) return response;
+  return { ...response, description: `${response.description}; or ${description.charAt(0).toLowerCase()}${description.slice(1)}` };
+}
+
+/**
+ * Adds the Idempotency-Key request header, the 409/422 answers and the
+ * Idempotent-Replayed response header to a route's OpenAPI operation where it applies.
+ */
+export function documentIdempotency(route: RouteDefinition, operation: RouteConfig, errorSchema: z.ZodType): RouteConfig {
+  if (!idempotencyApplies(route)) return operation;
+  const responses: RouteConfig['responses'] = { ...operation.responses };
+  const errorContent = { 'application/json': { schema: errorSchema } };
+  const inProgress = withExtraDescription(responses[409], IN_PROGRESS_MESSAGE);
+  responses[409] = '$ref' in inProgress ? inProgress : { ...inProgress, content: inProgress.content ?? errorContent };
+  const different = withExtraDescription(responses[422], DIFFERENT_BODY_MESSAGE);
+  responses[422] = '$ref' in different ? different : { ...different, content: different.content ?? errorContent };
+  for (const [status, response] of Object.entries(responses)) {
+    if ('$ref' in response || !keeps(Number(status), true)) continue;
+    responses[status] = { ...response, headers: { ...(response.headers as object | undefined), ...replayedHeader } };
+  }
+  const existingHeaders = operation.request?.headers;
+  const headers = existingHeaders === undefined ? idempotencyKeyHeader : Array.isArray(existingHeaders) ? [...existingHeaders, idempotencyKeyHeader] : [existingHeaders, idempotencyKeyHeader];
+  return { ...operation, request: { ...operation.request, headers }, responses };
+}

@@ -12,6 +12,8 @@ export interface AuthContext {
 
 /** The bearer token of the Authorization header, or the spec's 401 for its absence. */
 export function bearerToken(header: string | undefined): string {
+  // HTTP strips trailing whitespace from header values, so "Bearer " arrives as "Bearer".
+  if (header !== undefined && /^bearer\s*$/i.test(header)) throw unauthorized('API key is empty');
   if (!header || !/^bearer /i.test(header)) throw unauthorized('Missing or malformed Authorization header');
   const token = header.slice('Bearer '.length).trim();
   if (token === '') throw unauthorized('API key is empty');

@@ -5,7 +5,7 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { startApi } from './server.js';
-import { createWorker } from './temporal/worker.js';
+import { createWorker, installTemporalRuntime } from './temporal/worker.js';
 
 // Local defaults so web calling works out of the box (decisions §5); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
@@ -15,6 +15,7 @@ process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
+  installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);

@@ -3,11 +3,12 @@ import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from './config/index.js';
 import { openDatabase, openTemporal } from './infrastructure.js';
 import { createLogger } from './logging/logger.js';
-import { createWorker } from './temporal/worker.js';
+import { createWorker, installTemporalRuntime } from './temporal/worker.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
+  installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const connection = await NativeConnection.connect({ address: temporal.address });

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { createRateLimiter } from '../rateLimit/limiter.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
 import { requestContext } from './middleware/requestContext.js';
@@ -7,7 +8,8 @@ import { koaPath, routeChain, type RouteDefinition } from './route.js';
 import { allRoutes } from './routes.js';
 
 /** The Koa application: request context, error mapping, then every declared route. */
-export function createApp(deps: AppDeps, routes: RouteDefinition[] = allRoutes()): Koa {
+export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes()): Koa {
+  const deps: AppDeps = { ...input, rateLimiter: input.rateLimiter ?? createRateLimiter(input) };
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   const router = new Router();

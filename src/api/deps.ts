@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
+import type { RateLimiter } from '../rateLimit/limiter.js';
 import type { KeyUsageRecorder } from './middleware/keyUsage.js';
 
 /** What the API needs from the outside world; built once per process and injected. */
@@ -13,4 +14,6 @@ export interface AppDeps {
   logger: Logger;
   redis?: Redis;
   keyUsage: KeyUsageRecorder;
+  /** One per app, shared by every route; createApp builds it from config when absent. */
+  rateLimiter?: RateLimiter;
 }

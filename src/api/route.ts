@@ -5,6 +5,7 @@ import { validationError } from './errors.js';
 import type { AppDeps } from './deps.js';
 import { authenticateApiKey, authenticateMediaEdge, type AuthContext } from './middleware/authenticate.js';
 import { jsonBody } from './middleware/jsonBody.js';
+import { documentRateLimits, rateLimitAfterAuth, rateLimitBeforeAuth } from './middleware/rateLimit.js';
 import { documentIdempotency, idempotency } from './middleware/idempotency.js';
 import { errorResponse } from './schemas.js';
 
@@ -85,8 +86,9 @@ function authentication(route: RouteDefinition, deps: AppDeps): Middleware[] {
 }
 
 /**
- * The chain every route runs, in this order: authenticate, read the JSON body (413/400),
- * validate path, query and body, then the handler.
+ * The chain every route runs, in this order: pre-authentication rate limits, authenticate,
+ * post-authentication rate limits, read the JSON body (413/400), validate path, query and
+ * body, then the handler.
  */
 export function routeChain(route: RouteDefinition, deps: AppDeps): Middleware[] {
   const handle: Middleware = async (ctx) => {
@@ -99,7 +101,15 @@ export function routeChain(route: RouteDefinition, deps: AppDeps): Middleware[] 
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
     ctx.body = result.body;
   };
-  return [...authentication(route, deps), jsonBody(), ...idempotency(route, deps), handle];
+  const limited = { auth: route.auth, method: route.method, endpoint: endpointKey(route) };
+  return [
+    ...rateLimitBeforeAuth(limited, deps),
+    ...authentication(route, deps),
+    ...rateLimitAfterAuth(limited, deps),
+    jsonBody(),
+    ...idempotency(route, deps),
+    handle,
+  ];
 }
 
 /** The OpenAPI description of one route. */
@@ -114,7 +124,7 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
     const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
     responses[status] = schema ? { description: spec.description, content: { 'application/json': { schema } } } : { description: spec.description };
   }
-  return documentIdempotency(route, {
+  const operation = documentIdempotency(route, {
     method: route.method,
     path: route.path,
     operationId: route.operationId,
@@ -132,4 +142,5 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
     },
     responses,
   }, errorResponse);
+  return documentRateLimits(route, operation, errorResponse);
 }

@@ -57,6 +57,18 @@ export const configSchema = z.object({
   VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
   SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
   KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),
+  // Rate limits (api-v1.md "Rate limits", docs/rate-limits.md): requests per rolling 60 s.
+  RATE_LIMITS_ENABLED: booleanFlag.default(true),
+  RATE_LIMIT_PER_IP: positiveInt.default(300),
+  RATE_LIMIT_PER_IP_ENDPOINT: positiveInt.default(120),
+  RATE_LIMIT_PER_IP_ENDPOINT_WRITES: positiveInt.default(60),
+  RATE_LIMIT_PER_TOKEN_ENDPOINT: positiveInt.default(60),
+  RATE_LIMIT_PER_IP_WEBHOOK: positiveInt.default(60),
+  RATE_LIMIT_PER_KEY: positiveInt.default(120),
+  RATE_LIMIT_PER_KEY_WRITES: positiveInt.default(60),
+  RATE_LIMIT_PER_TEAM: positiveInt.default(300),
+  RATE_LIMIT_PER_TEAM_WRITES: positiveInt.default(120),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: positiveInt.default(500),
   IDEMPOTENCY_STALE_AFTER_SECONDS: positiveInt.default(60),
 });
 

@@ -36,7 +36,8 @@ export async function healthChecks(deps: AppDeps): Promise<z.infer<typeof health
   const [database, temporal, redis] = await Promise.all([
     probe(() => deps.pool.query('SELECT 1')),
     probe(() => deps.temporal.workflowService.getSystemInfo({})),
-    deps.redis ? probe(() => deps.redis!.ping()) : Promise.resolve<CheckState>('disabled'),
+    // While the rate limiter counts in process because Redis failed it, Redis is down for us.
+    deps.redis ? (deps.rateLimiter?.degraded ? Promise.resolve<CheckState>('down') : probe(() => deps.redis!.ping())) : Promise.resolve<CheckState>('disabled'),
   ]);
   return { database, temporal, redis };
 }

@@ -1,0 +1,151 @@
+import { isIP } from 'node:net';
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import type { ZodType } from 'zod';
+import { postAuthBuckets, preAuthBuckets, type BucketCheck, type LimitedAuth } from '../../rateLimit/buckets.js';
+import type { RateLimiter } from '../../rateLimit/limiter.js';
+import { retryAfterSeconds, type ConsumeResult, type Reservation } from '../../rateLimit/store.js';
+import type { AppDeps } from '../deps.js';
+import { tooManyRequests } from '../errors.js';
+import type { AuthContext } from './authenticate.js';
+
+/** What the rate-limit middleware needs to know about a route. */
+export interface LimitedRoute {
+  auth: LimitedAuth;
+  method: string;
+  /** endpointKey(route): "GET /api/v1/get-call-status/:call_id". */
+  endpoint: string;
+}
+
+interface RateLimitState {
+  reservation?: Reservation;
+  tightest?: { limit: number; remaining: number };
+}
+
+/** "::ffff:10.0.0.1" (IPv4 on a dual-stack socket) is 10.0.0.1. */
+function normalizeIp(ip: string): string {
+  return ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+}
+
+/**
+ * The client address the IP buckets count: Koa's ctx.ip, which with TRUST_PROXY=true is the
+ * first X-Forwarded-For address and otherwise the peer. A forwarded value that is not an
+ * IP address (garbage, or with a port) is not trusted: the peer address counts instead.
+ */
+export function clientIp(ctx: Context): string {
+  const ip = normalizeIp(ctx.ip);
+  if (isIP(ip)) return ip;
+  return normalizeIp(ctx.socket.remoteAddress ?? '') || 'unknown';
+}
+
+/** The bearer token of the Authorization header if it carries one; never throws. */
+function bearerTokenOf(ctx: Context): string | undefined {
+  const match = /^bearer\s+(.+)$/i.exec(ctx.get('Authorization'));
+  const token = match?.[1].trim();
+  return token ? token : undefined;
+}
+
+function limiterOf(deps: AppDeps): RateLimiter {
+  if (!deps.rateLimiter) throw new Error('AppDeps.rateLimiter is missing: build the app with createApp()');
+  return deps.rateLimiter;
+}
+
+/**
+ * Either records the admitted check (and the successful-response headers: limit and
+ * remaining of the tightest bucket met so far) or throws the spec's 429.
+ */
+function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): void {
+  if (!result.allowed) {
+    throw tooManyRequests('Rate limit exceeded', {}, {
+      'Retry-After': String(retryAfterSeconds(result.retryAfterMs)),
+      'X-RateLimit-Limit': String(result.bucket.limit),
+      'X-RateLimit-Remaining': '0',
+    });
+  }
+  const state: RateLimitState = (ctx.state.rateLimit ??= {});
+  state.reservation = result.reservation;
+  buckets.forEach((bucket, i) => {
+    const remaining = result.remaining[i];
+    const t = state.tightest;
+    if (!t || remaining < t.remaining || (remaining === t.remaining && bucket.limit < t.limit)) {
+      state.tightest = { limit: bucket.limit, remaining };
+    }
+  });
+  if (state.tightest) {
+    ctx.set('X-RateLimit-Limit', String(state.tightest.limit));
+    ctx.set('X-RateLimit-Remaining', String(state.tightest.remaining));
+  }
+}
+
+/**
+ * The pre-authentication buckets (per IP, IP and endpoint, IP and endpoint writes, token and
+ * endpoint, IP webhook). A request they admit stays counted even if authentication fails.
+ * Nothing for the internal media-edge API, nor when RATE_LIMITS_ENABLED is false.
+ */
+export function rateLimitBeforeAuth(route: LimitedRoute, deps: AppDeps): Middleware[] {
+  const limiter = limiterOf(deps);
+  if (!limiter.enabled || route.auth === 'mediaEdge') return [];
+  return [
+    async (ctx, next) => {
+      const buckets = preAuthBuckets(limiter.limits, { ...route, ip: clientIp(ctx), token: bearerTokenOf(ctx) });
+      if (buckets.length > 0) admit(ctx, buckets, await limiter.consume({ buckets, member: limiter.newMember() }));
+      return next();
+    },
+  ];
+}
+
+/**
+ * The post-authentication buckets (per key, key writes, team, team writes) of API-key
+ * routes. A rejection here also takes back the request's pre-authentication entries, in
+ * the same atomic step: a rejected request counts in no bucket.
+ */
+export function rateLimitAfterAuth(route: LimitedRoute, deps: AppDeps): Middleware[] {
+  const limiter = limiterOf(deps);
+  if (!limiter.enabled || route.auth !== 'apiKey') return [];
+  return [
+    async (ctx, next) => {
+      const auth = ctx.state.auth as AuthContext;
+      const buckets = postAuthBuckets(limiter.limits, { method: route.method, keyId: auth.keyId, teamId: auth.teamId });
+      const pre = (ctx.state.rateLimit as RateLimitState | undefined)?.reservation;
+      admit(ctx, buckets, await limiter.consume({ buckets, member: pre?.member ?? limiter.newMember(), release: pre }));
+      return next();
+    },
+  ];
+}
+
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer' as const, minimum: 0 } });
+
+const successHeaders = {
+  'X-RateLimit-Limit': integerHeader('Limit per rolling 60 s of the tightest rate-limit bucket this request met.'),
+  'X-RateLimit-Remaining': integerHeader('Requests that bucket still admits now.'),
+};
+
+const rejectionHeaders = {
+  'Retry-After': integerHeader('Whole seconds until the oldest request counted by the rejecting bucket leaves its window (at least 1).'),
+  'X-RateLimit-Limit': integerHeader('Limit of the rejecting bucket.'),
+  'X-RateLimit-Remaining': integerHeader('Always 0.'),
+};
+
+/** Adds the 429 answer and the X-RateLimit headers to a rate-limited route's OpenAPI operation. */
+export function documentRateLimits(route: { auth: LimitedAuth }, operation: RouteConfig, errorSchema: ZodType): RouteConfig {
+  if (route.auth === 'mediaEdge') return operation;
+  const responses: RouteConfig['responses'] = {};
+  for (const [status, response] of Object.entries(operation.responses)) {
+    const code = Number(status);
+    if ('$ref' in response || code === 429) {
+      responses[status] = response;
+    } else {
+      responses[status] = code < 300 ? { ...response, headers: { ...(response.headers as object | undefined), ...successHeaders } } : response;
+    }
+  }
+  const existing = operation.responses[429];
+  if (existing && '$ref' in existing) return { ...operation, responses };
+  responses[429] = existing
+    ? {
+        ...existing,
+        description: existing.description === 'Rate limit exceeded' ? existing.description : `${existing.description}; or Rate limit exceeded`,
+        headers: { ...(existing.headers as object | undefined), ...rejectionHeaders },
+      }
+    : { description: 'Rate limit exceeded', content: { 'application/json': { schema: errorSchema } }, headers: rejectionHeaders };
+  return { ...operation, responses };
+}

@@ -1,0 +1,81 @@
+import { z } from '../schemas.js';
+
+const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+const optionalText = (max: number) => text(max).nullable().optional();
+
+/** The optional contact fields (api-v1.md Contact); null is accepted and means "not sent". */
+export const contactOptionalFields = {
+  last_name: optionalText(200),
+  email: z.email({ message: 'must be an email address' }).max(320, 'must be at most 320 characters').nullable().optional(),
+  address: optionalText(1000),
+  location: optionalText(500),
+  gender: optionalText(50),
+  age: z.number({ message: 'must be a number' }).int('must be a whole number').min(0, 'must be between 0 and 150').max(150, 'must be between 0 and 150').nullable().optional(),
+  title: optionalText(200),
+};
+
+export const phoneNumberField = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(40, 'must be at most 40 characters')
+  .openapi({ description: 'E.164, or a local format of DEFAULT_PHONE_REGION; normalised to E.164', example: '+14155550123' });
+
+/** create-contact: phone_number and first_name required. */
+export const createContactBody = z
+  .strictObject({
+    phone_number: phoneNumberField,
+    first_name: text(200).min(1, 'must not be empty'),
+    ...contactOptionalFields,
+  })
+  .openapi('CreateContactRequest');
+
+/**
+ * A contact given by its fields where a number alone identifies it (add-to-list, and the
+ * `contact` of create-phone-call): only phone_number is required.
+ */
+export const contactUpsertBody = z
+  .strictObject({
+    phone_number: phoneNumberField,
+    first_name: optionalText(200),
+    ...contactOptionalFields,
+  })
+  .openapi('ContactFields');
+
+export type ContactUpsertBody = z.infer<typeof contactUpsertBody>;
+
+export const contactIdResponse = z.object({ success: z.literal(true), contact_id: z.string().uuid() }).openapi('ContactCreated');
+
+const nullableString = z.string().nullable();
+
+export const listContact = z
+  .object({
+    id: z.string().uuid(),
+    team_id: z.string().uuid(),
+    phone_number: nullableString,
+    first_name: nullableString,
+    last_name: nullableString,
+    full_name: nullableString,
+    email: nullableString,
+    object_data: z.record(z.string(), z.unknown()).openapi({
+      description: 'Objects linked to the contact by type name: the object data for a unique_by_contact type, an array of object data otherwise',
+    }),
+  })
+  .openapi('ListContact');
+
+export const contact = listContact
+  .extend({
+    address: nullableString,
+    location: nullableString,
+    gender: nullableString,
+    age: z.number().int().nullable(),
+    title: nullableString,
+    created_at: z.string().datetime(),
+    updated_at: z.string().datetime(),
+  })
+  .openapi('Contact');
+
+export const getContactParams = z.object({
+  phone_number: z.string().openapi({ description: 'The phone number, leading + written as %2B', example: '%2B14155550123' }),
+});
+
+export const getContactResponse = z.object({ success: z.literal(true), contact }).openapi('GetContactResponse');

@@ -1,0 +1,54 @@
+import { TYPE_NAME_PATTERN } from '../../domain/objectTypes.js';
+import { z } from '../schemas.js';
+
+const jsonObject = z.record(z.string(), z.unknown(), { message: 'must be an object' });
+
+/**
+ * The `objects` map of create-phone-call and create-web-session: object type name ->
+ * free-form properties, linked to the call's contact by linkObjectsToContact
+ * (src/services/objects.ts). This checks the shape; the type names and each type's
+ * validation are checked against the team's types by the service (400 naming
+ * objects.<type_name>...).
+ */
+export const objectsMapSchema = z
+  .record(z.string().regex(TYPE_NAME_PATTERN, 'keys must be object type names'), jsonObject)
+  .refine((m) => Object.keys(m).length <= 50, 'must name at most 50 object types')
+  .openapi('ObjectsMap', {
+    description: 'Object type name to an object of free-form properties; each becomes an object of that type linked to the contact',
+    example: { insurance_policy: { policy_number: 'P-1234', premium: 120 } },
+  });
+
+const keySchema = (name: string) =>
+  z
+    .strictObject({
+      path: z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters').openapi({ description: 'JSON path into data (docs/contacts-and-lists.md)', example: '$.external_ids.hubspot.property_id' }),
+      value: z.union([z.string(), z.number()], { message: 'must be a string' }).transform((v) => String(v)).openapi({ type: 'string' } as never),
+    })
+    .openapi(name);
+
+export const upsertObjectBody = z
+  .strictObject({
+    name: z.string().max(500, 'must be at most 500 characters').optional(),
+    data: jsonObject,
+    type_name: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters').optional(),
+    type_id: z.string().uuid('must be a UUID').optional(),
+    parent_id: z.string().uuid('must be a UUID').nullable().optional(),
+    upsert_key: keySchema('UpsertKey').optional(),
+    unique_key: keySchema('UniqueKey').optional(),
+  })
+  .refine((b) => b.type_name !== undefined || b.type_id !== undefined, { message: 'type_name or type_id is required', path: ['type_name'] })
+  .openapi('UpsertObjectRequest');
+
+export const objectShape = z
+  .object({ id: z.string().uuid(), name: z.string().nullable(), type_id: z.string().uuid(), parent_id: z.string().uuid().nullable(), data: z.record(z.string(), z.unknown()) })
+  .openapi('Object');
+
+export const upsertObjectResponse = z
+  .object({
+    success: z.literal(true),
+    object_id: z.string().uuid(),
+    object: objectShape,
+    action: z.enum(['created', 'updated']),
+    upsert_key: z.object({ path: z.string(), value: z.string() }).nullable(),
+  })
+  .openapi('UpsertObjectResponse');

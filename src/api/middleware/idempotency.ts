@@ -116,11 +116,19 @@ function keeps(status: number, changed: boolean): boolean {
   return true;
 }
 
-function responseHeaders(ctx: Context): Record<string, string> {
-  const kept: Record<string, string> = {};
+function headerSnapshot(ctx: Context): Record<string, string> {
+  const snapshot: Record<string, string> = {};
   for (const [name, value] of Object.entries(ctx.response.headers)) {
-    if (value === undefined || UNKEPT_HEADERS.has(name.toLowerCase())) continue;
-    kept[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    if (value !== undefined) snapshot[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return snapshot;
+}
+
+/** The headers the route itself set (Content-Type, Location, ...), not those of earlier steps such as rate limits. */
+function routeHeaders(before: Record<string, string>, ctx: Context): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headerSnapshot(ctx))) {
+    if (before[name] !== value && !UNKEPT_HEADERS.has(name)) kept[name] = value;
   }
   return kept;
 }
@@ -210,6 +218,7 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
       }
     };
 
+    const headersBefore = headerSnapshot(ctx);
     try {
       await next();
     } catch (err) {
@@ -230,7 +239,7 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
     if (!keeps(ctx.status, state.changed) || body === undefined) return release();
     ctx.body = body;
     try {
-      await completeIdempotencyKey(deps.pool, { ...ref, attemptId, status: ctx.status, body, headers: responseHeaders(ctx) });
+      await completeIdempotencyKey(deps.pool, { ...ref, attemptId, status: ctx.status, body, headers: routeHeaders(headersBefore, ctx) });
     } catch (err) {
       // The request itself succeeded: answer it. The key goes stale and the next retry
       // runs again, where the deterministic id and the endpoint's own uniqueness hold.
@@ -275,6 +284,8 @@ export function documentIdempotency(route: RouteDefinition, operation: RouteConf
   if (!idempotencyApplies(route)) return operation;
   const responses: RouteConfig['responses'] = { ...operation.responses };
   const errorContent = { 'application/json': { schema: errorSchema } };
+  const invalid = withExtraDescription(responses[400], INVALID_KEY_MESSAGE);
+  responses[400] = '$ref' in invalid ? invalid : { ...invalid, content: invalid.content ?? errorContent };
   const inProgress = withExtraDescription(responses[409], IN_PROGRESS_MESSAGE);
   responses[409] = '$ref' in inProgress ? inProgress : { ...inProgress, content: inProgress.content ?? errorContent };
   const different = withExtraDescription(responses[422], DIFFERENT_BODY_MESSAGE);

@@ -1,38 +1,197 @@
-import { z } from 'zod';
-
 /**
- * The script format (docs/scripts.md). Minimal for now: a name and an ordered list of
- * steps with unique ids; the script runtime gives each step type its own schema.
+ * The script format (docs/scripts.md): an ordered graph of steps a voice agent follows on
+ * a call, the script's objectives, the structured data it collects and optional simulated
+ * callee answers. Validated with zod when a script is created (`admin scripts create`);
+ * every error names the step and the field.
  */
-export const scriptStepSchema = z.looseObject({
-  id: z.string().min(1),
-  type: z.string().min(1),
+import { z } from 'zod';
+import { AUTH_CHECK_NAMESPACE, AUTH_CHECK_TOOL } from '../authCheck/index.js';
+import { VARIABLE_NAME_RE, namespaceOf } from './templates.js';
+
+/** Namespaces scripts read but never write: the tool's own, and the data the runtime provides. */
+export const READ_ONLY_NAMESPACES: Record<string, string> = {
+  [AUTH_CHECK_NAMESPACE]: 'the auth_check namespace belongs to the Auth Check tool; scripts read it and never write it',
+  contact: 'contact.* holds the contact record and is read-only in a script',
+  objects: 'objects.* holds the linked objects and is read-only in a script',
+  call: 'call.* holds the call data and is read-only in a script',
+  webhook: 'webhook.* is written by webhook steps only',
+  steps: 'steps.* holds step outputs and is written by the runtime only',
+};
+
+const stepId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, "_" or "-"');
+const text = (what: string) => z.string({ message: `${what} must be a string` }).min(1, `${what} must not be empty`).max(4000);
+const variableName = z.string({ message: 'must be a variable name' }).regex(VARIABLE_NAME_RE, 'must be a variable name such as answers.date_of_birth');
+/** A variable a step writes: a name outside the read-only namespaces. */
+const writableVariable = variableName.superRefine((name, ctx) => {
+  const reason = READ_ONLY_NAMESPACES[namespaceOf(name)];
+  if (reason) ctx.addIssue({ code: 'custom', message: `cannot write ${name}: ${reason}` });
+});
+const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const next = stepId.optional();
+
+/** A test on one variable; exactly one of equals, not_equals, is_empty. */
+export const variableConditionSchema = z
+  .strictObject({
+    variable: variableName,
+    equals: scalar.optional(),
+    not_equals: scalar.optional(),
+    is_empty: z.boolean().optional(),
+  })
+  .refine((c) => [c.equals, c.not_equals, c.is_empty].filter((v) => v !== undefined).length === 1, {
+    message: 'needs exactly one of equals, not_equals, is_empty',
+  });
+export type VariableCondition = z.infer<typeof variableConditionSchema>;
+
+export const conditionSchema = z.union([variableConditionSchema, z.strictObject({ step_reached: stepId })], {
+  message: 'must be { variable, equals | not_equals | is_empty } or { step_reached }',
+});
+export type Condition = z.infer<typeof conditionSchema>;
+
+const base = { id: stepId, next };
+
+export const sayStepSchema = z.strictObject({ ...base, type: z.literal('say'), text: text('text') });
+
+export const ANSWER_KINDS = ['text', 'name', 'date', 'number', 'yes_no'] as const;
+export const askStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('ask'),
+  question: text('question'),
+  variable: writableVariable,
+  /** What the answer is; decides how the value is read from what the callee says. */
+  expect: z.enum(ANSWER_KINDS).default('text'),
 });
 
-export const scriptDefinitionSchema = z.object({
-  name: z.string().min(1).max(200),
-  description: z.string().optional(),
-  objectives: z.array(z.string().min(1)).default([]),
-  steps: z
-    .array(scriptStepSchema)
+const templateString = z.string().max(8000);
+type JsonTemplate = string | number | boolean | null | JsonTemplate[] | { [k: string]: JsonTemplate };
+const jsonTemplate: z.ZodType<JsonTemplate> = z.lazy(() =>
+  z.union([templateString, z.number(), z.boolean(), z.null(), z.array(jsonTemplate), z.record(z.string(), jsonTemplate)]),
+);
+
+export const webhookStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('webhook'),
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
+  url: z
+    .string({ message: 'url must be a string' })
     .min(1)
-    .superRefine((steps, ctx) => {
-      const seen = new Set<string>();
-      steps.forEach((step, i) => {
-        if (seen.has(step.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate step id ${step.id}` });
-        seen.add(step.id);
-      });
-    }),
+    .max(2000)
+    .refine((u) => /^(https?:\/\/|\{\{)/i.test(u.trim()), 'url must start with http:// or https:// (or a {{variable}})'),
+  headers: z.record(z.string(), templateString).default({}),
+  /** JSON body; strings in it are templates. Not sent with GET. */
+  body: jsonTemplate.optional(),
+  timeout_seconds: z.number().int().min(1).max(30).default(10),
+  /** Where to go when the request fails (network error, timeout, non-2xx); default: next. */
+  on_error: stepId.optional(),
 });
+
+const arrayEntry = z.union([z.string().max(2000), z.number()]);
+export const authCheckSettingsSchema = z.strictObject({
+  record_array: z.array(arrayEntry, { message: 'record_array must be an array of values or {{variable}} references' }).max(50),
+  check_array: z.array(arrayEntry, { message: 'check_array must be an array of values or {{variable}} references' }).max(50),
+  // Checked when the step runs, not here: an invalid value ends the run with status error (api-v1.md).
+  required_match_count: z.union([z.string(), z.number(), z.null()]).optional(),
+  exact: z.union([z.enum(['Yes', 'No', 'yes', 'no']), z.boolean(), z.null(), z.literal('')], { message: 'exact must be Yes or No' }).optional(),
+  check_transcript: z.union([z.array(z.union([z.string(), z.boolean()])), z.string(), z.null()]).optional(),
+  raw_data: z.union([z.string(), z.null()]).optional(),
+});
+
+export const toolStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('tool'),
+  tool: z.literal(AUTH_CHECK_TOOL, { message: `tool must be "${AUTH_CHECK_TOOL}" (the only tool)` }),
+  settings: authCheckSettingsSchema,
+});
+
+export const branchStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('branch'),
+  cases: z.array(z.strictObject({ when: conditionSchema, next: stepId })).min(1, 'cases needs at least one case'),
+  /** Where to go when no case matches; default: next (or the following step). */
+  default: stepId.optional(),
+});
+
+export const setStepSchema = z.strictObject({ ...base, type: z.literal('set'), variable: writableVariable, value: jsonTemplate });
+
+export const endStepSchema = z.strictObject({ id: stepId, type: z.literal('end'), text: text('text').optional() });
+
+export const scriptStepSchema = z.discriminatedUnion(
+  'type',
+  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema],
+  { message: 'type must be one of say, ask, webhook, tool, branch, set, end' },
+);
+export type ScriptStep = z.infer<typeof scriptStepSchema>;
+export type AskStep = z.infer<typeof askStepSchema>;
+export type WebhookStep = z.infer<typeof webhookStepSchema>;
+export type ToolStep = z.infer<typeof toolStepSchema>;
+export type BranchStep = z.infer<typeof branchStepSchema>;
+
+/** An objective: a plain string is met when the script reaches an end step; with met_when, when its condition holds at the end. */
+export const objectiveSchema = z.union([text('objective'), z.strictObject({ objective: text('objective'), met_when: conditionSchema })], {
+  message: 'must be a string or { objective, met_when }',
+});
+export type Objective = z.infer<typeof objectiveSchema>;
+
+export const scriptDefinitionSchema = z
+  .strictObject({
+    name: z.string().min(1).max(200),
+    description: z.string().max(4000).optional(),
+    objectives: z.array(objectiveSchema).max(50).default([]),
+    /** Output key → variable name; the values at the end of the call become structured_data. */
+    structured_data: z.record(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'keys must be letters, digits or "_"'), variableName).default({}),
+    /** Simulator only: variable → what the simulated callee says when an ask step stores that variable. */
+    simulated_answers: z.record(z.string().regex(VARIABLE_NAME_RE, 'keys must be variable names'), z.string().max(2000)).default({}),
+    steps: z.array(scriptStepSchema).min(1, 'a script needs at least one step').max(500),
+  })
+  .superRefine((script, ctx) => {
+    const ids = new Set<string>();
+    script.steps.forEach((step, i) => {
+      if (ids.has(step.id)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'id'], message: `duplicate step id ${step.id}` });
+      ids.add(step.id);
+    });
+    const target = (id: string | undefined, path: (string | number)[]) => {
+      if (id !== undefined && !ids.has(id)) ctx.addIssue({ code: 'custom', path, message: `no step has id ${id}` });
+    };
+    script.steps.forEach((step, i) => {
+      if (step.type !== 'end') target(step.next, ['steps', i, 'next']);
+      if (step.type === 'webhook') target(step.on_error, ['steps', i, 'on_error']);
+      if (step.type === 'branch') {
+        target(step.default, ['steps', i, 'default']);
+        step.cases.forEach((c, j) => {
+          target(c.next, ['steps', i, 'cases', j, 'next']);
+          if ('step_reached' in c.when) target(c.when.step_reached, ['steps', i, 'cases', j, 'when', 'step_reached']);
+        });
+      }
+    });
+    script.objectives.forEach((o, i) => {
+      if (typeof o !== 'string' && 'step_reached' in o.met_when) target(o.met_when.step_reached, ['objectives', i, 'met_when', 'step_reached']);
+    });
+  });
 
 export type ScriptDefinition = z.infer<typeof scriptDefinitionSchema>;
+/** A script as written (defaults not yet applied), e.g. the demo script's source. */
+export type ScriptDefinitionInput = z.input<typeof scriptDefinitionSchema>;
 
-/** Validates a script; the error names the step and field, e.g. "steps[2].id: ...". */
+/** Where an issue is: `steps[2] (id "ask_dob").variable`, `objectives[0].met_when`. */
+function describePath(path: readonly PropertyKey[], input: unknown): string {
+  let out = '';
+  path.forEach((p, i) => {
+    if (typeof p === 'number') {
+      out += `[${p}]`;
+      if (i === 1 && path[0] === 'steps') {
+        const id = (input as { steps?: Array<{ id?: unknown }> })?.steps?.[p]?.id;
+        if (typeof id === 'string') out += ` (id "${id}")`;
+      }
+    } else out += `${out ? '.' : ''}${String(p)}`;
+  });
+  return out || 'script';
+}
+
+/** Validates a script; the error names the step and field, e.g. `steps[2] (id "ask_dob").variable: cannot write ...`. */
 export function parseScriptDefinition(input: unknown): { ok: true; script: ScriptDefinition } | { ok: false; message: string } {
   const parsed = scriptDefinitionSchema.safeParse(input);
   if (parsed.success) return { ok: true, script: parsed.data };
   const message = parsed.error.issues
-    .map((i) => `${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '') || 'script'}: ${i.message}`)
+    .map((i) => `${describePath(i.path, input)}: ${i.message.replace(/^Invalid input: /, '')}`)
     .join('; ');
   return { ok: false, message };
 }

@@ -1,0 +1,173 @@
+// Idempotency-Key on the real create endpoints: create-contact and create-phone-call.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { deriveIdempotentId, requestFingerprint } from '../../src/api/middleware/idempotency.js';
+import { allRoutes } from '../../src/api/routes.js';
+import { claimIdempotencyKey } from '../../src/db/repositories/idempotency.js';
+import { scheduleCall } from '../../src/services/calls.js';
+import { createTestTeam, startTestApi, type TestApi, type TestResponse, type TestTeam } from '../support/app.js';
+import { createTimeSkippingEnv } from '../support/temporal.js';
+
+let env: TestWorkflowEnvironment;
+let app: TestApi;
+let staleApp: TestApi;
+let team: TestTeam;
+
+before(async () => {
+  env = await createTimeSkippingEnv();
+  app = await startTestApi({ temporal: env.client, routes: allRoutes(), config: { RATE_LIMITS_ENABLED: 'false' } });
+  staleApp = await startTestApi({ temporal: env.client, routes: allRoutes(), config: { RATE_LIMITS_ENABLED: 'false', IDEMPOTENCY_STALE_AFTER_SECONDS: '1' } });
+  team = await createTestTeam(app.pool);
+});
+
+after(async () => {
+  await app?.close();
+  await staleApp?.close();
+  await env?.teardown();
+});
+
+let phoneSeq = 0;
+/** A phone number no other test of this run uses (last four digits avoid the simulator's outcomes). */
+function freshPhone(): string {
+  phoneSeq += 1;
+  return `+1415${String(process.pid % 1000).padStart(3, '0')}${String(1000 + phoneSeq * 7).padStart(4, '0')}`;
+}
+
+function post(api: TestApi, path: string, body: unknown, key?: string, who: TestTeam = team): Promise<TestResponse> {
+  return api.request('POST', path, { key: who.apiKey, body, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
+}
+
+function assertReplayOf(replayed: TestResponse, original: TestResponse): void {
+  assert.equal(replayed.status, original.status);
+  assert.equal(replayed.text, original.text);
+  assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+}
+
+async function countCalls(teamId: string): Promise<number> {
+  const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM calls WHERE team_id = $1', [teamId]);
+  return rows[0].n;
+}
+
+describe('create-contact with an Idempotency-Key', () => {
+  test('a retry replays the kept 201 and its contact_id byte for byte', async () => {
+    const key = randomUUID();
+    const body = { phone_number: freshPhone(), first_name: 'Ada', last_name: 'Lovelace' };
+    const first = await post(app, '/api/v1/create-contact', body, key);
+    assert.equal(first.status, 201);
+    const retry = await post(app, '/api/v1/create-contact', { last_name: 'Lovelace', first_name: 'Ada', phone_number: body.phone_number }, key);
+    assertReplayOf(retry, first);
+  });
+
+  test('a new key for the same phone number still answers 409: the key does not bypass uniqueness', async () => {
+    const body = { phone_number: freshPhone(), first_name: 'Grace' };
+    assert.equal((await post(app, '/api/v1/create-contact', body, randomUUID())).status, 201);
+    const again = await post(app, '/api/v1/create-contact', body, randomUUID());
+    assert.equal(again.status, 409);
+  });
+
+  test('a kept 409 is replayed as the same 409', async () => {
+    const body = { phone_number: freshPhone(), first_name: 'Alan' };
+    assert.equal((await post(app, '/api/v1/create-contact', body)).status, 201);
+    const key = randomUUID();
+    const first = await post(app, '/api/v1/create-contact', body, key);
+    assert.equal(first.status, 409);
+    assertReplayOf(await post(app, '/api/v1/create-contact', body, key), first);
+  });
+
+  test('a 400 for an invalid phone number is not kept: the corrected body runs under the same key', async () => {
+    const key = randomUUID();
+    const bad = await post(app, '/api/v1/create-contact', { phone_number: 'not a number', first_name: 'Edsger' }, key);
+    assert.equal(bad.status, 400);
+    const good = await post(app, '/api/v1/create-contact', { phone_number: freshPhone(), first_name: 'Edsger' }, key);
+    assert.equal(good.status, 201);
+    assert.equal(good.headers.get('idempotent-replayed'), null);
+  });
+
+  test('a take-over after a crash that had created the contact does not create a second one', async () => {
+    const key = randomUUID();
+    const body = { phone_number: freshPhone(), first_name: 'Barbara' };
+    // The crashed run claimed the key and created the contact, but never kept its answer.
+    await claimIdempotencyKey(app.pool, {
+      teamId: team.teamId,
+      endpoint: 'POST /api/v1/create-contact',
+      key,
+      requestHash: requestFingerprint({ params: {}, query: {}, body }),
+      attemptId: randomUUID(),
+      ttlSeconds: 86_400,
+      staleAfterSeconds: 1,
+    });
+    assert.equal((await post(app, '/api/v1/create-contact', body)).status, 201);
+    assert.equal((await post(staleApp, '/api/v1/create-contact', body, key)).status, 409, 'still in progress');
+    await new Promise((r) => setTimeout(r, 1100));
+    const takeover = await post(staleApp, '/api/v1/create-contact', body, key);
+    assert.equal(takeover.status, 409);
+    assert.match(takeover.json.message, /already exists/);
+    const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE team_id = $1 AND phone_number = $2', [team.teamId, body.phone_number]);
+    assert.equal(rows[0].n, 1);
+  });
+});
+
+describe('create-phone-call with an Idempotency-Key', () => {
+  const callBody = (who: TestTeam, phone: string) => ({ from_number: who.fromNumber, script_id: who.scriptId, contact: { phone_number: phone, first_name: 'Katherine' } });
+
+  test('50 concurrent requests with one key and one body schedule exactly one call', async () => {
+    const raceTeam = await createTestTeam(app.pool, { maxConcurrent: 50 });
+    const key = randomUUID();
+    const body = callBody(raceTeam, freshPhone());
+    const answers = await Promise.all(Array.from({ length: 50 }, () => post(app, '/api/v1/create-phone-call', body, key, raceTeam)));
+    const originals = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === null);
+    assert.equal(originals.length, 1, `statuses: ${answers.map((a) => a.status).join(',')}`);
+    for (const a of answers) {
+      if (a === originals[0]) continue;
+      if (a.status === 409) assert.equal(a.json.message, 'A request with this Idempotency-Key is still in progress');
+      else assertReplayOf(a, originals[0]);
+    }
+    assert.equal(await countCalls(raceTeam.teamId), 1);
+    const callId = originals[0].json.call_id;
+    assert.equal(callId, deriveIdempotentId({ teamId: raceTeam.teamId, endpoint: 'POST /api/v1/create-phone-call', key }));
+    const description = await env.client.workflow.getHandle(`call-${callId}`).describe();
+    assert.equal(description.workflowId, `call-${callId}`);
+  });
+
+  test('a retry replays the same call_id and schedules nothing more', async () => {
+    const who = await createTestTeam(app.pool);
+    const key = randomUUID();
+    const body = callBody(who, freshPhone());
+    const first = await post(app, '/api/v1/create-phone-call', body, key, who);
+    assert.equal(first.status, 201);
+    assertReplayOf(await post(app, '/api/v1/create-phone-call', body, key, who), first);
+    assert.equal(await countCalls(who.teamId), 1);
+  });
+
+  test('a take-over after a crash that had scheduled the call answers that same call, not a second one', async () => {
+    const who = await createTestTeam(app.pool);
+    const key = randomUUID();
+    const body = callBody(who, freshPhone());
+    const endpoint = 'POST /api/v1/create-phone-call';
+    await claimIdempotencyKey(app.pool, {
+      teamId: who.teamId,
+      endpoint,
+      key,
+      requestHash: requestFingerprint({ params: {}, query: {}, body }),
+      attemptId: randomUUID(),
+      ttlSeconds: 86_400,
+      staleAfterSeconds: 1,
+    });
+    // The crashed run had scheduled the call under the derived id (row and workflow
+    // call-<id>) but never kept its answer.
+    const ref = { teamId: who.teamId, endpoint, key };
+    await scheduleCall(
+      { pool: app.pool, temporal: env.client, config: app.config },
+      { teamId: who.teamId, fromNumber: body.from_number, scriptId: body.script_id, contact: body.contact, callId: deriveIdempotentId(ref), type: 'outbound' },
+    );
+    assert.equal((await post(staleApp, '/api/v1/create-phone-call', body, key, who)).status, 409, 'still in progress');
+    await new Promise((r) => setTimeout(r, 1100));
+    const takeover = await post(staleApp, '/api/v1/create-phone-call', body, key, who);
+    assert.equal(takeover.status, 201);
+    assert.equal(takeover.headers.get('idempotent-replayed'), null, 'ran again');
+    assert.equal(takeover.json.call_id, deriveIdempotentId(ref));
+    assert.equal(await countCalls(who.teamId), 1);
+  });
+});

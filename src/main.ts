@@ -5,6 +5,7 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { startApi } from './server.js';
+import { ensureCallsReconciler } from './services/calls.js';
 import { createWorker, installTemporalRuntime } from './temporal/worker.js';
 
 // Local defaults so web calling works out of the box (decisions §5); real deployments set them.
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
     deps: { config, pool: database.pool, logger, temporal: temporal.client },
   });
   const workerRun = worker.run();
+  await ensureCallsReconciler({ temporal: temporal.client, config });
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
 
   const base = `http://127.0.0.1:${api.port}`;

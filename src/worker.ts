@@ -3,6 +3,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from './config/index.js';
 import { openDatabase, openTemporal } from './infrastructure.js';
 import { createLogger } from './logging/logger.js';
+import { ensureCallsReconciler } from './services/calls.js';
 import { createWorker, installTemporalRuntime } from './temporal/worker.js';
 
 async function main(): Promise<void> {
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { config, pool: database.pool, logger, temporal: temporal.client },
   });
+  await ensureCallsReconciler({ temporal: temporal.client, config });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   await worker.run();
   await connection.close();

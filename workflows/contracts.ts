@@ -4,3 +4,55 @@
  * only this file from here.
  */
 export const DEFAULT_TASK_QUEUE = 'voice-agent';
+
+// ---- Calls (issue 5, docs/calls.md) ----
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+export const CALL_WORKFLOW_TYPE = 'callWorkflow';
+const CALL_PREFIX = 'call-';
+/** One workflow per call: `call-<call_id>`, so an operator finds it in the UI by the call id. */
+export const callWorkflowId = (callId: string) => `${CALL_PREFIX}${callId}`;
+export const callIdFromWorkflowId = (workflowId: string): string | undefined =>
+  workflowId.startsWith(CALL_PREFIX) ? workflowId.slice(CALL_PREFIX.length) : undefined;
+
+/** The singleton that closes the row/workflow gap (docs/calls.md, "Reconciler"). */
+export const CALLS_RECONCILER_WORKFLOW_ID = 'calls-reconciler';
+export const CALLS_RECONCILER_WORKFLOW_TYPE = 'callsReconcilerWorkflow';
+
+export interface CallWorkflowInput {
+  callId: string;
+  teamId: string;
+  type: 'outbound' | 'inbound' | 'web';
+  /** ISO date-time; the workflow waits durably until then. */
+  scheduledTime: string;
+}
+
+export interface CallWorkflowResult {
+  callId: string;
+  status: string;
+  endReason: string | null;
+}
+
+/**
+ * Call progress from a telephony provider or the media edge, as POSTed to
+ * /internal/v1/calls/{call_id}/events (docs/calls.md documents the body).
+ */
+export type CallEvent =
+  | { type: 'ringing'; event_id?: string; occurred_at?: string }
+  | { type: 'answered'; event_id?: string; occurred_at?: string }
+  | { type: 'transcript'; role: 'agent' | 'user'; text: string; event_id?: string; occurred_at?: string }
+  | { type: 'ended'; reason: string; event_id?: string; occurred_at?: string };
+
+/** A provider event for the call. */
+export const callEventSignal = defineSignal<[CallEvent]>('callEvent');
+/** The call row was cancelled (cancel-call): stop waiting and end. */
+export const cancelCallSignal = defineSignal('cancelCall');
+/** A slot of the team may have come free: try to acquire again now. */
+export const slotFreedSignal = defineSignal('slotFreed');
+
+export interface CallWorkflowState {
+  callId: string;
+  phase: 'waiting_for_scheduled_time' | 'waiting_for_slot' | 'waiting_for_connection' | 'in_call' | 'analysing' | 'done';
+  status: string;
+}
+export const callStateQuery = defineQuery<CallWorkflowState>('callState');

@@ -1,2 +1,3 @@
 // Every workflow of the service, one file each. The worker bundles this module.
-export {};
+export * from './callWorkflow.js';
+export * from './callsReconcilerWorkflow.js';

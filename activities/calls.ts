@@ -1,0 +1,207 @@
+/**
+ * Activities of the call workflow (workflows/callWorkflow.ts). Each one is idempotent: the
+ * row transitions are conditional updates, appends are keyed by their start index, and the
+ * provider is asked to dial once per call id, so a retried activity never writes twice.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import type { CallAnalyser } from '../src/analysis/index.js';
+import { createCallAnalyser } from '../src/analysis/index.js';
+import type { Config } from '../src/config/index.js';
+import type { Pool } from '../src/db/pool.js';
+import {
+  appendConversationTurns,
+  appendSystemNotes,
+  completeCall as completeCallRow,
+  findCallById,
+  markCallInProgress as markCallInProgressRow,
+  saveCallAnalysis,
+  setCallProgress,
+  setProviderCall,
+  type CallRecord,
+} from '../src/db/repositories/calls.js';
+import { findContactById } from '../src/db/repositories/contacts.js';
+import { acquireCallSlot as acquireCallSlotRow, releaseSlot, type CallSlotResult } from '../src/db/repositories/concurrencySlots.js';
+import { findTeamScript } from '../src/db/repositories/scripts.js';
+import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
+import type { Logger } from '../src/logging/logger.js';
+import { objectDataForContacts } from '../src/services/contacts.js';
+import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';
+import { createVoiceProvider, type PlacedCall, type VoiceProvider } from '../src/telephony/index.js';
+
+export interface CallActivityDeps {
+  config: Config;
+  pool: Pool;
+  logger: Logger;
+  temporal: Client;
+  voiceProvider?: VoiceProvider;
+  callAnalyser?: CallAnalyser;
+}
+
+/** What the script runtime needs about a call: its contact, script and linked objects. */
+export interface CallContextData {
+  call: {
+    id: string;
+    team_id: string;
+    type: string;
+    from_number: string | null;
+    to_number: string | null;
+    participant_identity: string | null;
+    conversation_length: number;
+    system_notes_length: number;
+  };
+  contact: Record<string, unknown>;
+  script: { id: string; name: string; definition: unknown };
+  /** The contact's linked objects by type name (object_data), overlaid with the call's objects map. */
+  objects: Record<string, unknown>;
+}
+
+function notFound(what: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`${what} not found`, 'NotFound');
+}
+
+export function createCallActivities(deps: CallActivityDeps) {
+  const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
+  const analyser = deps.callAnalyser ?? createCallAnalyser();
+  const wake = (teamId: string) => wakeSlotWaiters({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, teamId);
+
+  async function requireCall(callId: string): Promise<CallRecord> {
+    const call = await findCallById(deps.pool, callId);
+    if (!call) throw notFound(`call ${callId}`);
+    return call;
+  }
+
+  async function loadContext(callId: string): Promise<CallContextData> {
+    const call = await requireCall(callId);
+    const [contact, script, objectData] = await Promise.all([
+      findContactById(deps.pool, call.team_id, call.contact_id),
+      findTeamScript(deps.pool, call.team_id, call.script_id),
+      objectDataForContacts(deps.pool, call.team_id, [call.contact_id]),
+    ]);
+    if (!contact) throw notFound(`contact ${call.contact_id}`);
+    if (!script) throw notFound(`script ${call.script_id}`);
+    const { created_at: _c, updated_at: _u, ...contactFields } = contact;
+    return {
+      call: {
+        id: call.id,
+        team_id: call.team_id,
+        type: call.type,
+        from_number: call.from_number,
+        to_number: call.to_number,
+        participant_identity: call.participant_identity,
+        conversation_length: call.conversation.length,
+        system_notes_length: call.system_notes.length,
+      },
+      contact: contactFields,
+      script: { id: script.id, name: script.name, definition: script.definition },
+      objects: { ...(objectData.get(call.contact_id) ?? {}), ...(call.objects ?? {}) },
+    };
+  }
+
+  return {
+    /** FIFO acquire under the team ceiling; while waiting the call's progress is waiting_for_slot. */
+    async acquireCallSlot(input: { callId: string; teamId: string }): Promise<CallSlotResult> {
+      const result = await acquireCallSlotRow(deps.pool, input.teamId, input.callId);
+      if (!result.granted && result.reason === 'waiting') await setCallProgress(deps.pool, input.callId, 'scheduled', 'waiting_for_slot');
+      return result;
+    },
+
+    /** Frees the call's slot (a call cancelled after it got one) and wakes the next waiters. */
+    async releaseCallSlot(input: { callId: string; teamId: string }): Promise<void> {
+      await releaseSlot(deps.pool, input.callId);
+      await wake(input.teamId);
+    },
+
+    /** scheduled → in-progress with actual_time; returns the status the call has afterwards. */
+    async markCallInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<{ status: string }> {
+      const call = await markCallInProgressRow(deps.pool, input.callId, new Date(input.actualTime), input.progress);
+      if (!call) throw notFound(`call ${input.callId}`);
+      return { status: call.status };
+    },
+
+    async setCallProgress(input: { callId: string; status: string; progress: CallProgress }): Promise<void> {
+      await setCallProgress(deps.pool, input.callId, input.status, input.progress);
+    },
+
+    /** Contact, script and linked objects of the call (for the conversation / script runtime). */
+    async loadCallContext(input: { callId: string }): Promise<CallContextData> {
+      return loadContext(input.callId);
+    },
+
+    /** Dials through the voice provider (idempotent per call id at the provider). */
+    async placeCall(input: { callId: string }): Promise<PlacedCall> {
+      const context = await loadContext(input.callId);
+      if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', 'NoNumber');
+      const placed = await provider.placeCall({
+        callId: context.call.id,
+        teamId: context.call.team_id,
+        from: context.call.from_number,
+        to: context.call.to_number,
+        contact: context.contact,
+        script: context.script,
+        objects: context.objects,
+      });
+      await setProviderCall(deps.pool, input.callId, placed.provider, placed.providerCallId);
+      return placed;
+    },
+
+    /** Appends conversation turns from index startIndex (a retry writes nothing twice). */
+    async appendTranscriptTurns(input: { callId: string; startIndex: number; turns: ConversationTurn[] }): Promise<void> {
+      await appendConversationTurns(deps.pool, input.callId, input.startIndex, input.turns);
+    },
+
+    /** Appends System Notes from index startIndex (a retry writes nothing twice). */
+    async appendSystemNotes(input: { callId: string; startIndex: number; notes: SystemNote[] }): Promise<void> {
+      await appendSystemNotes(deps.pool, input.callId, input.startIndex, input.notes);
+    },
+
+    /**
+     * The call's one terminal status with end_time, duration and end_reason; frees its slot
+     * and wakes the team's next waiting calls. Returns the status the call ended with (the
+     * first one written wins).
+     */
+    async completeCall(input: { callId: string; status: TerminalStatus; endReason: string; endTime: string }): Promise<{ status: string; endReason: string | null }> {
+      const progress = input.status === 'cancelled' ? 'done' : 'analysing';
+      const { call } = await completeCallRow(deps.pool, input.callId, { status: input.status, endReason: input.endReason, endTime: new Date(input.endTime), progress });
+      await releaseSlot(deps.pool, input.callId);
+      await wake(call.team_id);
+      return { status: call.status, endReason: call.end_reason };
+    },
+
+    /** Post-call analysis of a terminal call: fills the result fields. */
+    async analyseCall(input: { callId: string }): Promise<void> {
+      const call = await requireCall(input.callId);
+      const [contact, script] = await Promise.all([
+        findContactById(deps.pool, call.team_id, call.contact_id),
+        findTeamScript(deps.pool, call.team_id, call.script_id),
+      ]);
+      const declared = (script?.definition as { objectives?: unknown } | undefined)?.objectives;
+      const objectives = Array.isArray(declared) ? declared.filter((o): o is string => typeof o === 'string') : [];
+      const analysis = await analyser.analyse({
+        callId: call.id,
+        status: call.status,
+        endReason: call.end_reason,
+        durationSeconds: call.duration,
+        turns: call.conversation,
+        systemNotes: call.system_notes,
+        objectives,
+        contact: contact ?? {},
+        scriptName: script?.name ?? '',
+        recordingUrl: call.conversation.length > 0 && call.provider_call_id ? recordingUrlFor(call) : null,
+      });
+      await saveCallAnalysis(deps.pool, call.id, analysis);
+    },
+
+    /** One pass of the reconciler (docs/calls.md). */
+    async reconcileCalls(input: { startAfterMs: number; staleAfterMs: number }): Promise<ReconcileReport> {
+      return reconcileCallRows({ pool: deps.pool, temporal: deps.temporal, config: deps.config, logger: deps.logger }, input);
+    },
+  };
+}
+
+/** Where the provider keeps the call's recording. */
+function recordingUrlFor(call: CallRecord): string {
+  return call.provider === 'simulator' ? `https://recordings.simulator.invalid/${call.id}.wav` : `recording://${call.provider}/${call.provider_call_id}`;
+}
+
+export type CallActivities = ReturnType<typeof createCallActivities>;

@@ -1,0 +1,165 @@
+import { CALL_PROGRESS, CALL_STATUSES, CALL_TYPES, END_REASONS } from '../../domain/calls.js';
+import { z } from '../schemas.js';
+
+const str = (field: string) => z.string({ message: `${field} must be a string` });
+
+const dateTime = (field: string) =>
+  z
+    .string({ message: `${field} must be an ISO 8601 date-time string` })
+    .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)), {
+      message: `${field} must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z`,
+    })
+    .openapi({ format: 'date-time', example: '2026-01-01T12:00:00Z' });
+
+export const callContactInput = z
+  .object({
+    phone_number: str('contact.phone_number').min(1, 'contact.phone_number must not be empty'),
+    first_name: str('contact.first_name').optional(),
+    last_name: str('contact.last_name').optional(),
+    email: str('contact.email').optional(),
+    address: str('contact.address').optional(),
+    location: str('contact.location').optional(),
+    gender: str('contact.gender').optional(),
+    age: z.number({ message: 'contact.age must be a number' }).optional(),
+    title: str('contact.title').optional(),
+  })
+  .openapi('CallContactInput', { description: 'Upserted by normalised phone number; first_name and last_name (and any other field sent) are updated.' });
+
+export const objectsMap = z
+  .record(z.string(), z.record(z.string(), z.unknown(), { message: 'each entry of objects must be an object of properties' }), {
+    message: 'objects must be an object mapping object type names to properties',
+  })
+  .openapi('ObjectsMap', { description: 'Object type name → properties; each object is upserted and linked to the contact.' });
+
+export const createPhoneCallBody = z
+  .object({
+    from_number: str('from_number').min(1, 'from_number must not be empty'),
+    script_id: str('script_id').min(1, 'script_id must not be empty'),
+    contact: callContactInput,
+    scheduled_time: dateTime('scheduled_time').nullish(),
+    objects: objectsMap.nullish(),
+  })
+  .openapi('CreatePhoneCallRequest');
+
+export const createPhoneCallResponse = z
+  .object({ success: z.literal(true), call_id: z.string(), contact_id: z.string(), status: z.literal('scheduled') })
+  .openapi('CreatePhoneCallResponse');
+
+export const callIdParams = z.object({ call_id: z.string().openapi({ description: 'The call id (UUID)' }) });
+
+const nullableDate = z.string().nullable().openapi({ format: 'date-time' });
+
+export const callStatusShape = z
+  .object({
+    id: z.string(),
+    status: z.enum(CALL_STATUSES),
+    end_reason: z.string().nullable(),
+    duration: z.number().int().nullable().openapi({ description: 'Whole seconds from actual_time to end_time; null until the call ends.' }),
+    scheduled_time: z.string().openapi({ format: 'date-time' }),
+    actual_time: nullableDate,
+    end_time: nullableDate,
+    modified_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('CallStatus');
+
+const objective = z.object({ objective: z.string(), met: z.boolean() });
+
+const callCommon = {
+  id: z.string(),
+  team_id: z.string(),
+  contact_id: z.string(),
+  script_id: z.string(),
+  type: z.enum(CALL_TYPES),
+  status: z.enum(CALL_STATUSES),
+  progress: z.enum(CALL_PROGRESS).openapi({ description: 'Where the call is within its status (docs/calls.md).' }),
+  scheduled_time: z.string().openapi({ format: 'date-time' }),
+  actual_time: nullableDate,
+  end_time: nullableDate,
+  duration: z.number().int().nullable(),
+  end_reason: z.string().nullable().openapi({ description: `One of: ${Object.keys(END_REASONS).join(', ')}.` }),
+  call_summary: z.string().openapi({ description: 'Empty until post-call analysis, a few seconds after the terminal status.' }),
+  structured_data: z.record(z.string(), z.unknown()),
+  transcript: z.string().openapi({ description: 'Role-prefixed lines ("Agent: ...", "User: ..."). Empty until analysed.' }),
+  recording_url: z.string().nullable(),
+  objectives: z.array(objective),
+};
+
+export const callListItem = z.object(callCommon).openapi('CallListItem');
+
+export const callResult = z
+  .object({
+    ...callCommon,
+    transcript_json: z.array(z.object({ role: z.string(), text: z.string() })),
+    rating: z.unknown().nullable(),
+    post_call_actions: z.array(z.unknown()),
+    system_notes: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Notes written by script tools (Auth Check) during the call.' }),
+    original_call_id: z.string().nullable(),
+    from_number: z.string().nullable(),
+    to_number: z.string().nullable(),
+    created_at: z.string().openapi({ format: 'date-time' }),
+    modified_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('CallResult');
+
+export const listCallsQuery = z.object({
+  limit: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 1 && Number(v) <= 500), { message: 'limit must be an integer from 1 to 500' })
+    .transform((v) => (v === undefined ? 100 : Number(v)))
+    .openapi({ type: 'integer', description: '1 to 500, default 100' }),
+  cursor: z.string().optional().openapi({ format: 'date-time', description: 'meta.next_cursor of the previous page' }),
+  type: z.enum(CALL_TYPES, { message: `type must be one of ${CALL_TYPES.join(', ')}` }).optional(),
+  status: z.enum(CALL_STATUSES, { message: `status must be one of ${CALL_STATUSES.join(', ')}` }).optional(),
+  contact_id: z.string().uuid({ message: 'contact_id must be a UUID' }).optional(),
+});
+
+export const listCallsResponse = z
+  .object({
+    success: z.literal(true),
+    calls: z.array(callListItem),
+    meta: z.object({
+      limit: z.number().int(),
+      total: z.number().int(),
+      next_cursor: z.string().nullable().openapi({ format: 'date-time', description: 'Null on the last page.' }),
+    }),
+  })
+  .openapi('CallList');
+
+export const cancelCallResponse = z
+  .object({ success: z.literal(true), call_id: z.string(), status: z.literal('cancelled') })
+  .openapi('CancelCallResponse');
+
+export const retryCallBody = z.object({ scheduled_time: dateTime('scheduled_time').nullish() }).openapi('RetryCallRequest');
+
+export const retryCallResponse = z
+  .object({
+    success: z.literal(true),
+    call_id: z.string(),
+    original_call_id: z.string(),
+    status: z.literal('scheduled'),
+    scheduled_time: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('RetryCallResponse');
+
+const eventCommon = {
+  event_id: z.string().min(1).max(200).optional().openapi({ description: 'Deduplicates redelivered events.' }),
+  occurred_at: dateTime('occurred_at').optional(),
+};
+
+const endReasons = Object.keys(END_REASONS).filter((r) => r !== 'cancelled') as [string, ...string[]];
+
+export const callEventBody = z
+  .discriminatedUnion(
+    'type',
+    [
+      z.object({ type: z.literal('ringing'), ...eventCommon }),
+      z.object({ type: z.literal('answered'), ...eventCommon }),
+      z.object({ type: z.literal('transcript'), role: z.enum(['agent', 'user']), text: z.string().min(1).max(10_000), ...eventCommon }),
+      z.object({ type: z.literal('ended'), reason: z.enum(endReasons, { message: `reason must be one of ${endReasons.join(', ')}` }), ...eventCommon }),
+    ],
+    { message: 'type must be one of ringing, answered, transcript, ended' },
+  )
+  .openapi('CallEvent');
+
+export const callEventResponse = z.object({ success: z.literal(true), call_id: z.string(), accepted: z.literal(true) }).openapi('CallEventAccepted');

@@ -1,0 +1,296 @@
+/**
+ * Scheduling, cancelling, retrying and reconciling calls: what the API, webhook runs,
+ * batches and web calls share (docs/calls.md).
+ *
+ * Consistency between the row and its workflow: the row is written first (it is the read
+ * model and the outbox), then the workflow `call-<id>` is started with the id-conflict
+ * policy USE_EXISTING, then the row is marked `workflow_started_at`. If the process dies
+ * in between, or the start fails, the reconciler (callsReconcilerWorkflow) finds the open
+ * row without a confirmed workflow and starts it: the same id, so never a second call.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { Config } from '../config/index.js';
+import { badRequest, conflict, notFound } from '../api/errors.js';
+import { withTransaction, type Pool } from '../db/pool.js';
+import {
+  cancelScheduledCall,
+  completeCall,
+  findCallsWithoutWorkflow,
+  findStaleOpenCalls,
+  findTeamCall,
+  insertCall,
+  markWorkflowStarted,
+  type CallRecord,
+} from '../db/repositories/calls.js';
+import { findContactById, isUuid, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
+import { slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
+import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
+import { findTeamScript } from '../db/repositories/scripts.js';
+import { isRetryable, type CallType } from '../domain/calls.js';
+import type { Logger } from '../logging/logger.js';
+import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../temporal/searchAttributes.js';
+import {
+  CALL_WORKFLOW_TYPE,
+  callWorkflowId,
+  cancelCallSignal,
+  slotFreedSignal,
+  CALLS_RECONCILER_WORKFLOW_ID,
+  CALLS_RECONCILER_WORKFLOW_TYPE,
+  type CallWorkflowInput,
+} from '../../workflows/contracts.js';
+import { normalizeContactInput, normalizePhoneField, type ContactInput } from './contacts.js';
+import { linkObjectsToContact, type ObjectsMap } from './objects.js';
+
+export interface CallServiceDeps {
+  pool: Pool;
+  temporal: Client;
+  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE'>;
+  logger?: Logger;
+}
+
+/** The contact of a new call: contact fields (upserted by normalised number) or an existing contact's id. */
+export type ScheduleContact = ContactInput | { id: string };
+
+export interface ScheduleCallInput {
+  teamId: string;
+  /** A number the team owns (any accepted format). Required for phone calls; the did of a web call. */
+  fromNumber?: string | null;
+  scriptId: string;
+  contact: ScheduleContact;
+  /** Default now. */
+  scheduledTime?: Date | string;
+  objects?: ObjectsMap;
+  /** Makes the call idempotent: the same id gives the same call and the same workflow. */
+  callId?: string;
+  type?: CallType;
+  originalCallId?: string;
+  participantIdentity?: string;
+}
+
+export interface ScheduledCall {
+  callId: string;
+  contactId: string;
+  status: string;
+  scheduledTime: Date;
+  /** False when callId named an existing call (a retried request). */
+  created: boolean;
+  call: CallRecord;
+}
+
+export const SCRIPT_NOT_FOUND = 'script_id not found or does not belong to your team';
+export const FROM_NUMBER_NOT_FOUND = 'from_number not found or does not belong to your team';
+export const CONTACT_NOT_FOUND = 'contact_id not found or does not belong to your team';
+export const CALL_NOT_FOUND = 'Call not found';
+
+function parseScheduledTime(value: Date | string | undefined): Date {
+  if (value === undefined) return new Date();
+  const date = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(date.getTime())) throw badRequest('Invalid request: scheduled_time must be an ISO 8601 date-time');
+  return date;
+}
+
+/**
+ * Validates the number and script (404s), upserts the contact (and links `objects`),
+ * writes the call row and starts its workflow. With `callId` every step is idempotent.
+ */
+export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInput): Promise<ScheduledCall> {
+  const type = input.type ?? 'outbound';
+  const region = deps.config.DEFAULT_PHONE_REGION;
+  const scheduledTime = parseScheduledTime(input.scheduledTime);
+  const fromNumber = input.fromNumber ? normalizePhoneField(input.fromNumber, region, type === 'web' ? 'did' : 'from_number') : null;
+  if (type !== 'web' && !fromNumber) throw badRequest('Invalid request: from_number is required');
+  const contactFields: ContactFields | undefined = 'id' in input.contact ? undefined : normalizeContactInput(input.contact, region, 'contact.');
+  const callId = input.callId ?? randomUUID();
+
+  if (!isUuid(input.scriptId)) throw notFound(SCRIPT_NOT_FOUND);
+  const [script, number] = await Promise.all([
+    findTeamScript(deps.pool, input.teamId, input.scriptId),
+    fromNumber ? findTeamPhoneNumber(deps.pool, input.teamId, fromNumber) : Promise.resolve(null),
+  ]);
+  if (!script) throw notFound(SCRIPT_NOT_FOUND);
+  if (fromNumber && !number) throw notFound(type === 'web' ? 'did not found or does not belong to your team' : FROM_NUMBER_NOT_FOUND);
+
+  const { call, created } = await withTransaction(deps.pool, async (tx) => {
+    const contact = contactFields
+      ? (await upsertContactByPhone(tx, input.teamId, contactFields)).contact
+      : await findContactById(tx, input.teamId, (input.contact as { id: string }).id);
+    if (!contact) throw notFound(CONTACT_NOT_FOUND);
+    if (type !== 'web' && !contact.phone_number) throw badRequest('Invalid request: the contact has no phone number');
+    if (input.objects && Object.keys(input.objects).length) await linkObjectsToContact(tx, input.teamId, contact.id, input.objects);
+    return insertCall(tx, {
+      id: callId,
+      teamId: input.teamId,
+      contactId: contact.id,
+      scriptId: script.id,
+      type,
+      fromNumber,
+      toNumber: type === 'web' ? null : contact.phone_number,
+      scheduledTime,
+      progress: type === 'web' ? 'waiting_for_connection' : 'waiting_for_scheduled_time',
+      objects: input.objects ?? null,
+      originalCallId: input.originalCallId ?? null,
+      participantIdentity: input.participantIdentity ?? null,
+    });
+  });
+  if (call.team_id !== input.teamId) throw conflict('A call with this id already exists');
+
+  if (!call.workflow_started_at) {
+    try {
+      await startCallWorkflow(deps, call);
+      await markWorkflowStarted(deps.pool, [call.id]);
+    } catch (err) {
+      // The row is the outbox: the reconciler starts the workflow (same id) shortly.
+      deps.logger?.warn({ err, callId: call.id }, 'call workflow not started yet; the reconciler will start it');
+    }
+  }
+  return { callId: call.id, contactId: call.contact_id, status: call.status, scheduledTime: call.scheduled_time, created, call };
+}
+
+/** Starts the workflow of a call row; starting it again (or after it closed) is a no-op. */
+export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' | 'config'>, call: CallRecord): Promise<void> {
+  const input: CallWorkflowInput = {
+    callId: call.id,
+    teamId: call.team_id,
+    type: call.type as CallWorkflowInput['type'],
+    scheduledTime: call.scheduled_time.toISOString(),
+  };
+  try {
+    await deps.temporal.workflow.start(CALL_WORKFLOW_TYPE, {
+      workflowId: callWorkflowId(call.id),
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      // One workflow per call id, ever: a duplicate start joins the running one, and a
+      // closed call's id is never run again.
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        { key: TEAM_ID, value: call.team_id },
+        { key: CALL_ID, value: call.id },
+        { key: CALL_STATUS, value: call.status },
+        { key: CALL_TYPE, value: call.type },
+      ],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw err;
+  }
+}
+
+/** cancel-call: scheduled → cancelled (409 naming the status otherwise), then tells the workflow. */
+export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: string): Promise<CallRecord> {
+  const result = await cancelScheduledCall(deps.pool, teamId, callId);
+  if (!result) throw notFound(CALL_NOT_FOUND);
+  if (!result.cancelled) {
+    throw conflict(`Call cannot be cancelled: its status is ${result.call.status}`, { status: result.call.status });
+  }
+  try {
+    await deps.temporal.workflow.getHandle(callWorkflowId(callId)).signal(cancelCallSignal);
+  } catch (err) {
+    // The row decides; a workflow that missed the signal finds the call cancelled when it wakes.
+    deps.logger?.warn({ err, callId }, 'could not signal the cancelled call workflow');
+  }
+  await wakeSlotWaiters(deps, teamId);
+  return result.call;
+}
+
+/** retry-call: a new scheduled call from a retryable one (409 naming the status otherwise). */
+export async function retryCall(
+  deps: CallServiceDeps,
+  teamId: string,
+  originalCallId: string,
+  opts: { scheduledTime?: Date | string; callId?: string } = {},
+): Promise<ScheduledCall> {
+  const original = await findTeamCall(deps.pool, teamId, originalCallId);
+  if (!original) throw notFound(CALL_NOT_FOUND);
+  if (original.type === 'web') throw conflict('Web calls cannot be retried', { status: original.status });
+  if (!isRetryable(original)) throw conflict(`Call cannot be retried: its status is ${original.status}`, { status: original.status });
+  return scheduleCall(deps, {
+    teamId,
+    fromNumber: original.from_number,
+    scriptId: original.script_id,
+    contact: { id: original.contact_id },
+    scheduledTime: opts.scheduledTime,
+    callId: opts.callId,
+    type: original.type as CallType,
+    originalCallId: original.id,
+  });
+}
+
+/**
+ * Signals the call workflows that a free slot of the team could serve now, first in line
+ * first. Best effort: waiting workflows also re-check on a timer.
+ */
+export async function wakeSlotWaiters(deps: Pick<CallServiceDeps, 'pool' | 'temporal' | 'logger'>, teamId: string): Promise<number> {
+  const callIds = await slotWaitersToWake(deps.pool, teamId);
+  await Promise.all(
+    callIds.map((id) =>
+      deps.temporal.workflow
+        .getHandle(callWorkflowId(id))
+        .signal(slotFreedSignal)
+        .catch((err) => deps.logger?.debug({ err, callId: id }, 'slot waiter not signalled')),
+    ),
+  );
+  return callIds.length;
+}
+
+export interface ReconcileReport {
+  started: number;
+  failed: number;
+}
+
+/**
+ * One reconciler pass: starts the workflow of every open call row written more than
+ * `startAfterMs` ago without a confirmed workflow, and ends as failed (workflow_lost) the
+ * open calls whose workflow no longer runs.
+ */
+export async function reconcileCalls(
+  deps: CallServiceDeps,
+  opts: { startAfterMs: number; staleAfterMs: number; limit?: number },
+): Promise<ReconcileReport> {
+  const limit = opts.limit ?? 200;
+  const report: ReconcileReport = { started: 0, failed: 0 };
+  for (const call of await findCallsWithoutWorkflow(deps.pool, opts.startAfterMs, limit)) {
+    try {
+      await startCallWorkflow(deps, call);
+      await markWorkflowStarted(deps.pool, [call.id]);
+      report.started += 1;
+    } catch (err) {
+      deps.logger?.warn({ err, callId: call.id }, 'reconciler could not start a call workflow');
+    }
+  }
+  for (const call of await findStaleOpenCalls(deps.pool, opts.staleAfterMs, limit)) {
+    let running = true;
+    try {
+      const description = await deps.temporal.workflow.getHandle(callWorkflowId(call.id)).describe();
+      running = description.status.name === 'RUNNING';
+    } catch (err) {
+      if ((err as Error).name !== 'WorkflowNotFoundError') continue;
+      running = false;
+    }
+    if (running) continue;
+    const { changed } = await completeCall(deps.pool, call.id, { status: 'failed', endReason: 'workflow_lost', endTime: new Date(), progress: 'done' });
+    if (changed) {
+      report.failed += 1;
+      await wakeSlotWaiters(deps, call.team_id);
+    }
+  }
+  return report;
+}
+
+/** Starts the reconciler singleton unless it runs already (called at worker start-up). */
+export async function ensureCallsReconciler(deps: Pick<CallServiceDeps, 'temporal' | 'config'>): Promise<void> {
+  try {
+    await deps.temporal.workflow.start(CALLS_RECONCILER_WORKFLOW_TYPE, {
+      workflowId: CALLS_RECONCILER_WORKFLOW_ID,
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [{}],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw err;
+  }
+}

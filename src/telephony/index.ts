@@ -1,0 +1,15 @@
+import type { Config } from '../config/index.js';
+import type { VoiceProvider } from './provider.js';
+import { SimulatorProvider } from './simulator.js';
+
+export type { PlaceCallRequest, PlacedCall, SimulatedCallPlan, VoiceProvider } from './provider.js';
+
+/** The voice provider named by VOICE_PROVIDER. */
+export function createVoiceProvider(config: Pick<Config, 'VOICE_PROVIDER' | 'SIMULATOR_CALL_SECONDS'>): VoiceProvider {
+  switch (config.VOICE_PROVIDER) {
+    case 'simulator':
+      return new SimulatorProvider(config.SIMULATOR_CALL_SECONDS);
+    default:
+      throw new Error(`unknown voice provider ${String(config.VOICE_PROVIDER)}`);
+  }
+}

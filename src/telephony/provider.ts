@@ -1,0 +1,45 @@
+/**
+ * The voice provider interface: how a call is placed on real or simulated telephony.
+ *
+ * A provider either reports the call's progress later through
+ * `POST /internal/v1/calls/{call_id}/events` (mode `events`: the workflow waits for those
+ * signals), or, like the simulator, answers with the whole course of the call up front
+ * (mode `simulated`: the workflow plays it out with durable timers, so a simulated call
+ * survives a worker restart exactly like a real one).
+ */
+import type { ConversationTurn, EndReason, TerminalStatus } from '../domain/calls.js';
+
+export interface PlaceCallRequest {
+  callId: string;
+  teamId: string;
+  from: string | null;
+  to: string;
+  contact: Record<string, unknown>;
+  script: { id: string; name: string; definition: unknown };
+  objects: Record<string, unknown>;
+}
+
+/** How a simulated call goes, from dialling to hang-up. */
+export interface SimulatedCallPlan {
+  status: Exclude<TerminalStatus, 'cancelled'>;
+  endReason: EndReason;
+  /** Seconds from dialling until the callee answers (or until the call ends unanswered). */
+  ringSeconds: number;
+  /** Seconds from answering until the call ends; 0 when never answered. */
+  talkSeconds: number;
+  answered: boolean;
+  turns: ConversationTurn[];
+  recordingUrl: string | null;
+}
+
+export type PlacedCall =
+  | { provider: string; providerCallId: string; mode: 'events' }
+  | { provider: string; providerCallId: string; mode: 'simulated'; plan: SimulatedCallPlan };
+
+export interface VoiceProvider {
+  readonly name: string;
+  /** Starts dialling; must be idempotent per callId (a retried activity never dials twice). */
+  placeCall(request: PlaceCallRequest): Promise<PlacedCall>;
+  /** Ends a call in progress (best effort). */
+  hangUp?(providerCallId: string): Promise<void>;
+}

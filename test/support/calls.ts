@@ -1,0 +1,55 @@
+// Helpers for call tests: a worker with the real call activities over the test database,
+// and small readers of call rows.
+import type { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import type { Config } from '../../src/config/index.js';
+import type { Pool } from '../../src/db/pool.js';
+import { findCallById, type CallRecord } from '../../src/db/repositories/calls.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { workflowBundle } from '../../src/temporal/worker.js';
+import { testConfig } from './app.js';
+
+export const CALLS_TASK_QUEUE = 'calls-test';
+
+/** Test configuration for call tests: their own task queue, a 3-second simulated call. */
+export function callTestConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
+  return testConfig({ TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE, SIMULATOR_CALL_SECONDS: '3', ...overrides });
+}
+
+/** A worker running every workflow and the real activities over `pool`. */
+export async function createCallWorker(env: TestWorkflowEnvironment, pool: Pool, config: Config, client?: Client): Promise<Worker> {
+  return Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities({ config, pool, logger: createLogger('silent'), temporal: client ?? env.client }),
+  });
+}
+
+export async function callRow(pool: Pool, callId: string): Promise<CallRecord> {
+  const call = await findCallById(pool, callId);
+  if (!call) throw new Error(`call ${callId} not found`);
+  return call;
+}
+
+/** Polls until `predicate` holds for the call row (real time; for mid-way looks). */
+export async function waitForCall(pool: Pool, callId: string, predicate: (c: CallRecord) => boolean, timeoutMs = 20_000): Promise<CallRecord> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const call = await callRow(pool, callId);
+    if (predicate(call)) return call;
+    if (Date.now() > deadline) throw new Error(`call ${callId} did not reach the expected state; it is ${call.status}/${call.progress}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let calleeSeq = 0;
+
+/** A fresh valid callee number whose last four digits pick the simulator's outcome (decisions §4). */
+export function calleeNumber(lastFour: string): string {
+  calleeSeq += 1;
+  const exchange = 200 + ((process.pid + calleeSeq * 7 + Math.floor(Math.random() * 700)) % 700);
+  return `+1415${exchange}${lastFour}`;
+}

@@ -1,0 +1,139 @@
+/**
+ * The conversation seam of the call workflow: everything between "the call is in progress"
+ * and "the call has ended", as one function, `runConversation(ctx)`.
+ *
+ * Today it dials through the voice provider (activity placeCall) and then either plays
+ * the simulator's plan with durable timers or follows the provider's events (signals from
+ * POST /internal/v1/calls/{call_id}/events). The script runtime replaces this body: it has
+ * the call's contact, script and linked objects through `ctx.loadContext()`, and writes
+ * what happens with `ctx.appendTurns()` and `ctx.appendSystemNotes()`. It must return the
+ * call's outcome; the workflow shell does the rest (terminal status, slot, analysis).
+ * See docs/calls.md, "The conversation seam".
+ */
+import { condition, proxyActivities } from '@temporalio/workflow';
+import type { CallActivities, CallContextData } from '../activities/calls.js';
+import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
+import type { SimulatedCallPlan } from '../src/telephony/provider.js';
+import type { CallEvent, CallWorkflowInput } from './contracts.js';
+
+/** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
+export const MAX_CALL_MS = 2 * 60 * 60 * 1000;
+
+const { placeCall } = proxyActivities<CallActivities>({
+  startToCloseTimeout: '30 seconds',
+  // Reaches a person: a bounded retry, then the call fails (provider_error).
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: ['NotFound', 'NoNumber'] },
+});
+
+/** Provider events received by the workflow, in arrival order, each event_id once. */
+export class CallEventInbox {
+  private readonly queue: CallEvent[] = [];
+  private readonly seen = new Set<string>();
+
+  push(event: CallEvent): void {
+    if (event.event_id) {
+      if (this.seen.has(event.event_id)) return;
+      this.seen.add(event.event_id);
+    }
+    this.queue.push(event);
+  }
+
+  /** True once an event of this type has arrived (consumed or not). */
+  has(type: CallEvent['type']): boolean {
+    return this.queue.some((e) => e.type === type);
+  }
+
+  /** The next event, waiting at most timeoutMs; undefined on timeout. */
+  async take(timeoutMs: number): Promise<CallEvent | undefined> {
+    if (this.queue.length === 0 && !(await condition(() => this.queue.length > 0, Math.max(timeoutMs, 1)))) return undefined;
+    return this.queue.shift();
+  }
+
+  /** Drops events up to and including the first of this type (consumed elsewhere). */
+  discardThrough(type: CallEvent['type']): void {
+    const i = this.queue.findIndex((e) => e.type === type);
+    if (i >= 0) this.queue.splice(0, i + 1);
+  }
+}
+
+export interface CallContext {
+  input: CallWorkflowInput;
+  events: CallEventInbox;
+  setProgress(progress: CallProgress): Promise<void>;
+  /** Appends conversation turns to the call (idempotent; kept in order). */
+  appendTurns(turns: ConversationTurn[]): Promise<void>;
+  /** Appends System Notes (shown as system_notes on get-call-result). */
+  appendSystemNotes(notes: SystemNote[]): Promise<void>;
+  /** Contact (all fields), script (with definition) and linked objects of the call. */
+  loadContext(): Promise<CallContextData>;
+}
+
+export interface ConversationOutcome {
+  status: Exclude<TerminalStatus, 'cancelled'>;
+  endReason: string;
+}
+
+function outcomeOf(reason: string): ConversationOutcome {
+  const status = isEndReason(reason) ? END_REASONS[reason] : 'failed';
+  return status === 'cancelled' ? { status: 'failed', endReason: 'provider_error' } : { status, endReason: isEndReason(reason) ? reason : 'provider_error' };
+}
+
+/** Applies one provider event; returns the outcome when it ends the call. */
+async function applyEvent(ctx: CallContext, event: CallEvent): Promise<ConversationOutcome | undefined> {
+  switch (event.type) {
+    case 'ringing':
+      await ctx.setProgress('ringing');
+      return undefined;
+    case 'answered':
+      await ctx.setProgress('in_conversation');
+      return undefined;
+    case 'transcript':
+      await ctx.appendTurns([{ role: event.role, text: event.text }]);
+      return undefined;
+    case 'ended':
+      return outcomeOf(event.reason);
+  }
+}
+
+/** Processes provider events for up to ms; returns early with the outcome of an `ended` event. */
+async function followEvents(ctx: CallContext, ms: number): Promise<ConversationOutcome | undefined> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return undefined;
+    const event = await ctx.events.take(remaining);
+    if (!event) return undefined;
+    const outcome = await applyEvent(ctx, event);
+    if (outcome) return outcome;
+  }
+}
+
+/** The simulator's plan, played with durable timers; a provider `ended` event still ends it early. */
+async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan): Promise<ConversationOutcome> {
+  await ctx.setProgress('ringing');
+  const early = await followEvents(ctx, plan.ringSeconds * 1000);
+  if (early) return early;
+  if (plan.answered) {
+    await ctx.setProgress('in_conversation');
+    const cut = await followEvents(ctx, plan.talkSeconds * 1000);
+    if (cut) return cut;
+    await ctx.appendTurns(plan.turns);
+  }
+  return { status: plan.status, endReason: plan.endReason };
+}
+
+/** From in-progress to the end of the call. */
+export async function runConversation(ctx: CallContext): Promise<ConversationOutcome> {
+  if (ctx.input.type === 'web') {
+    // The browser is connected already (the shell waited for `answered`): the media edge reports the rest.
+    return (await followEvents(ctx, MAX_CALL_MS)) ?? { status: 'failed', endReason: 'call_timeout' };
+  }
+  let placed;
+  try {
+    placed = await placeCall({ callId: ctx.input.callId });
+  } catch {
+    return { status: 'failed', endReason: 'provider_error' };
+  }
+  if (placed.mode === 'simulated') return playSimulatedCall(ctx, placed.plan);
+  return (await followEvents(ctx, MAX_CALL_MS)) ?? { status: 'failed', endReason: 'call_timeout' };
+}

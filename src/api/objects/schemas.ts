@@ -1,7 +1,8 @@
 import { TYPE_NAME_PATTERN } from '../../domain/objectTypes.js';
 import { z } from '../schemas.js';
 
-const jsonObject = z.record(z.string(), z.unknown(), { message: 'must be an object' });
+// A missing value keeps zod's own message (reported as "<field> is required").
+const jsonObject = z.record(z.string(), z.unknown(), { error: (issue) => (issue.input === undefined ? undefined : 'must be an object') });
 
 /**
  * The `objects` map of create-phone-call and create-web-session: object type name ->

@@ -70,16 +70,28 @@ export async function softDeleteList(db: Queryable, teamId: string, listId: stri
   return (rowCount ?? 0) > 0;
 }
 
-export type ListContactRow = ContactRecord & { seq: number; added_at: Date };
+export type ListContactRow = ContactRecord & { seq: number; added_at: Date; added_at_us: string };
 
-/** One page of a list's contacts in the order they were added, after member `afterSeq`. */
-export async function listContactsPage(db: Queryable, teamId: string, listId: string, limit: number, afterSeq = 0): Promise<ListContactRow[]> {
+/**
+ * One page of a list's contacts, most recently added first (seq descending). `before`: a
+ * member's position (seq) to continue after, or an instant (members added strictly before it).
+ * added_at_us is added_at in epoch microseconds (for cursors).
+ */
+export async function listContactsPage(
+  db: Queryable,
+  teamId: string,
+  listId: string,
+  limit: number,
+  before: { seq?: number; at?: string } = {},
+): Promise<ListContactRow[]> {
   const { rows } = await db.query<ListContactRow>(
-    `SELECT c.*, lc.seq, lc.added_at
+    `SELECT c.*, lc.seq, lc.added_at, (extract(epoch FROM lc.added_at) * 1000000)::bigint::text AS added_at_us
      FROM list_contacts lc JOIN contacts c ON c.id = lc.contact_id
-     WHERE lc.team_id = $1 AND lc.list_id = $2 AND lc.seq > $3
-     ORDER BY lc.seq LIMIT $4`,
-    [teamId, listId, afterSeq, limit],
+     WHERE lc.team_id = $1 AND lc.list_id = $2
+       AND ($3::bigint IS NULL OR lc.seq < $3)
+       AND ($4::timestamptz IS NULL OR lc.added_at < $4)
+     ORDER BY lc.seq DESC LIMIT $5`,
+    [teamId, listId, before.seq ?? null, before.at ?? null, limit],
   );
   return rows;
 }

@@ -1,0 +1,41 @@
+// The real API for the contacts, lists and objects tests. These endpoints never touch
+// Temporal, so the client's connection is lazy and points nowhere; rate limits are off so
+// that a test can send as many requests as it needs from one key.
+import { Client, Connection } from '@temporalio/client';
+import type { Pool } from '../../src/db/pool.js';
+import { createTestTeam, startTestApi, type TestApi, type TestTeam } from './app.js';
+
+export async function startContactsApi(): Promise<TestApi> {
+  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:9' }) });
+  return startTestApi({ temporal, config: { RATE_LIMITS_ENABLED: 'false' } });
+}
+
+export async function twoTeams(pool: Pool): Promise<[TestTeam, TestTeam]> {
+  return [await createTestTeam(pool, { name: 'team A' }), await createTestTeam(pool, { name: 'team B' })];
+}
+
+/** Row counts of every table this feature writes, for one team. */
+export async function teamRowCounts(pool: Pool, teamId: string): Promise<Record<string, number>> {
+  const { rows } = await pool.query<Record<string, number>>(
+    `SELECT (SELECT count(*) FROM contacts WHERE team_id = $1) AS contacts,
+            (SELECT count(*) FROM lists WHERE team_id = $1) AS lists,
+            (SELECT count(*) FROM lists WHERE team_id = $1 AND deleted_at IS NOT NULL) AS deleted_lists,
+            (SELECT count(*) FROM list_contacts WHERE team_id = $1) AS list_contacts,
+            (SELECT count(*) FROM object_types WHERE team_id = $1) AS object_types,
+            (SELECT count(*) FROM objects WHERE team_id = $1) AS objects,
+            (SELECT count(*) FROM contact_objects WHERE team_id = $1) AS contact_objects,
+            (SELECT coalesce(max(updated_at), 'epoch')::text FROM contacts WHERE team_id = $1) AS contacts_updated,
+            (SELECT coalesce(max(updated_at), 'epoch')::text FROM lists WHERE team_id = $1) AS lists_updated,
+            (SELECT coalesce(max(updated_at), 'epoch')::text FROM objects WHERE team_id = $1) AS objects_updated`,
+    [teamId],
+  );
+  return rows[0];
+}
+
+let phoneSeq = 0;
+/** A valid US number unique within this test process (555-01xx numbers are fictional but valid). */
+export function uniquePhone(): string {
+  phoneSeq += 1;
+  const n = (process.pid * 7919 + phoneSeq) % 10_000_000;
+  return `+1415${String(2000000 + (n % 8000000)).padStart(7, '0')}`;
+}

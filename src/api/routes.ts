@@ -1,9 +1,13 @@
+import { contactRoutes } from './contacts/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { healthRoutes } from './health/routes.js';
+import { listRoutes } from './lists/routes.js';
+import { objectTypeRoutes } from './object-types/routes.js';
+import { objectRoutes } from './objects/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...openApiRoutes(allRoutes)];
+  return [...healthRoutes, ...callRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...openApiRoutes(allRoutes)];
 }

@@ -2,6 +2,7 @@ import type { Config } from '../src/config/index.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { Client } from '@temporalio/client';
+import { createHookActivities } from './hooks.js';
 import { createCallActivities } from './calls.js';
 import type { VoiceProvider } from '../src/telephony/index.js';
 import type { CallAnalyser } from '../src/analysis/index.js';
@@ -21,6 +22,7 @@ export interface ActivityDeps {
 /** Every activity of the service, built from injected dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
+    ...createHookActivities(deps),
     ...createCallActivities(deps),
   };
 }

@@ -5,6 +5,39 @@
  */
 export const DEFAULT_TASK_QUEUE = 'voice-agent';
 
+// ---- Webhook hook runs (issue 8, docs/webhooks.md) ----
+import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
+
+export const HOOK_RUN_WORKFLOW_TYPE = 'hookRunWorkflow';
+const HOOK_RUN_PREFIX = 'hook-run-';
+/** One workflow per accepted webhook request: `hook-run-<run_id>`. */
+export const hookRunWorkflowId = (runId: string) => `${HOOK_RUN_PREFIX}${runId}`;
+export const runIdFromHookRunWorkflowId = (workflowId: string): string | undefined =>
+  workflowId.startsWith(HOOK_RUN_PREFIX) ? workflowId.slice(HOOK_RUN_PREFIX.length) : undefined;
+
+export interface HookRunInput {
+  runId: string;
+  hookId: string;
+  teamId: string;
+  /** The hook's automation when the request was accepted. */
+  automation: HookAutomation;
+  /** The parsed JSON body, as sent. */
+  body: unknown;
+  /** DEFAULT_PHONE_REGION at acceptance, for local-format numbers in the body. */
+  phoneRegion: string;
+  deliveryId: string | null;
+  receivedAt: string;
+}
+
+export interface HookRunResult {
+  run_id: string;
+  automation: HookAutomationKind;
+  contact_id?: string;
+  contact_created?: boolean;
+  call_id?: string;
+  list_id?: string;
+}
+
 // ---- Calls (issue 5, docs/calls.md) ----
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 

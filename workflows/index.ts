@@ -1,3 +1,4 @@
 // Every workflow of the service, one file each. The worker bundles this module.
+export * from './hookRunWorkflow.js';
 export * from './callWorkflow.js';
 export * from './callsReconcilerWorkflow.js';

@@ -1,6 +1,7 @@
 import { contactRoutes } from './contacts/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { healthRoutes } from './health/routes.js';
+import { hookRoutes } from './hooks/routes.js';
 import { listRoutes } from './lists/routes.js';
 import { objectTypeRoutes } from './object-types/routes.js';
 import { objectRoutes } from './objects/routes.js';
@@ -9,5 +10,5 @@ import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...openApiRoutes(allRoutes)];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...openApiRoutes(allRoutes)];
 }

@@ -8,8 +8,8 @@ import { parseScriptDefinition } from '../../domain/scripts/definition.js';
 import { withTransaction, type Queryable } from '../../db/pool.js';
 import { insertApiKey, listApiKeys, revokeApiKey } from '../../db/repositories/apiKeys.js';
 import { insertHook, type HookAutomation } from '../../db/repositories/hooks.js';
-import { addPhoneNumber, findTeamPhoneNumber } from '../../db/repositories/phoneNumbers.js';
-import { findTeamScript, insertScript } from '../../db/repositories/scripts.js';
+import { addPhoneNumber } from '../../db/repositories/phoneNumbers.js';
+import { insertScript } from '../../db/repositories/scripts.js';
 import { findTeam, insertTeam } from '../../db/repositories/teams.js';
 import { CliError, positiveIntegerOption, requiredString, uuidArgument, type CliCommand, type CliContext } from '../command.js';
 
@@ -186,30 +186,5 @@ export const coreCommands: CliCommand[] = [
       return { script_id: script.id };
     },
     text: (r) => `Script ${r.script_id} created`,
-  },
-  {
-    name: 'hooks create',
-    summary: 'Create a webhook trigger URL; with --script and --from each request schedules a call',
-    options: {
-      team: { type: 'string', description: 'team id', required: true },
-      secret: { type: 'string', description: 'HMAC-SHA256 signing secret (X-Webhook-Signature required when set)' },
-      script: { type: 'string', description: 'script id for the schedule_call automation' },
-      from: { type: 'string', description: "one of the team's numbers, for the schedule_call automation" },
-    },
-    async run(ctx, { options }) {
-      const db = await ctx.db();
-      const teamId = await requireTeam(db, requiredString(options, 'team'));
-      const secret = typeof options.secret === 'string' && options.secret !== '' ? options.secret : null;
-      let automation: HookAutomation = { kind: 'none' };
-      if (options.script !== undefined || options.from !== undefined) {
-        const scriptId = uuidArgument(requiredString(options, 'script'), '--script');
-        const from = phoneOption(ctx, requiredString(options, 'from'), 'from');
-        if (!(await findTeamScript(db, teamId, scriptId))) throw new CliError(`script ${scriptId} not found in team ${teamId}`);
-        if (!(await findTeamPhoneNumber(db, teamId, from))) throw new CliError(`number ${from} does not belong to team ${teamId}`);
-        automation = { kind: 'schedule_call', script_id: scriptId, from_number: from };
-      }
-      return createHook(db, teamId, secret, automation);
-    },
-    text: (r) => `Hook ${r.id}: POST ${r.path}${r.secret ? ` (signed with secret ${r.secret})` : ' (unsigned)'}`,
   },
 ];

@@ -1,5 +1,6 @@
 import type { CliCommand } from '../command.js';
 import { coreCommands } from './core.js';
+import { hookCommands } from './hooks.js';
 
 /** Every operator command; a capability adds its list here. */
-export const cliCommands: CliCommand[] = [...coreCommands];
+export const cliCommands: CliCommand[] = [...coreCommands, ...hookCommands];

@@ -1,0 +1,43 @@
+import { acceptHookRequest } from '../../services/hooks.js';
+import { defineRoute } from '../route.js';
+import { hookAccepted, hookParams, hookPayload } from './schemas.js';
+
+export const hookRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/hooks/{token}',
+    operationId: 'triggerWebhook',
+    summary: 'Inbound webhook trigger: runs the hook’s automation',
+    description: [
+      'Authenticated by the token in the path (no bearer key). Only the per-IP and per-IP webhook rate-limit buckets apply.',
+      'When the hook has a secret, `X-Webhook-Signature` must be `sha256=<hex>` (bare hex accepted): the HMAC-SHA256 of the exact request body bytes under the secret.',
+      'An optional `X-Webhook-Id` (1 to 255 printable ASCII characters) makes delivery idempotent: the same id on the same hook within 24 hours answers the same run_id and runs nothing again.',
+      'Each accepted request is one workflow `hook-run-<run_id>` in Temporal, with search attributes HookId and TeamId.',
+    ].join('\n\n'),
+    tags: ['Webhooks'],
+    auth: 'hookToken',
+    request: { params: hookParams, body: hookPayload },
+    responses: {
+      202: { description: 'Accepted: the run has started (or, for a repeated X-Webhook-Id, had started)', schema: hookAccepted },
+      400: { description: 'Body is not JSON, or X-Webhook-Id is malformed' },
+      401: { description: 'Invalid webhook signature (missing or wrong)' },
+      404: { description: 'Unknown or revoked hook' },
+      413: { description: 'Request body over 1,048,576 bytes' },
+      429: { description: 'Rate limit exceeded (per IP, per IP on the webhook endpoint)' },
+    },
+    handler: async ({ params, body, ctx }, deps) => {
+      const deliveryId = ctx.get('X-Webhook-Id') || undefined;
+      const signature = ctx.get('X-Webhook-Signature') || undefined;
+      const rawBody: Buffer = ctx.state.rawBody ?? Buffer.alloc(0);
+      const accepted = await acceptHookRequest(deps, {
+        token: params.token,
+        rawBody,
+        body,
+        signature,
+        deliveryId,
+      });
+      ctx.state.log?.info({ hookId: accepted.hookId, runId: accepted.runId, duplicate: accepted.duplicate }, 'webhook accepted');
+      return { status: 202, body: { success: true, run_id: accepted.runId } };
+    },
+  }),
+];

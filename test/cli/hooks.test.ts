@@ -1,0 +1,89 @@
+// The operator CLI's hooks commands, run as an operator runs them.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { PROJECT_ROOT } from '../../src/config/index.js';
+import type { Pool } from '../../src/db/pool.js';
+import { insertList } from '../../src/db/repositories/lists.js';
+import { testPool } from '../support/app.js';
+
+const TSX = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
+
+function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, ['src/cli/main.ts', ...args], { cwd: PROJECT_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function adminJson(args: string[]): Promise<any> {
+  const run = await admin([...args, '--json']);
+  assert.equal(run.code, 0, `admin ${args.join(' ')} failed: ${run.stderr}`);
+  return JSON.parse(run.stdout);
+}
+
+let pool: Pool;
+let boot: any;
+
+before(async () => {
+  pool = await testPool();
+  boot = await adminJson(['bootstrap', '--team-name', 'hooks cli']);
+});
+
+after(async () => {
+  await pool.end();
+});
+
+describe('hooks commands', () => {
+  test('hooks create --list makes an add_to_list hook; a list of another team is refused', async () => {
+    const list = await insertList(pool, boot.team_id, 'webhook leads');
+    const out = await adminJson(['hooks', 'create', '--team', boot.team_id, '--list', list.id]);
+    assert.deepEqual(Object.keys(out).sort(), ['id', 'path', 'secret', 'token']);
+    const stored = await pool.query('SELECT automation FROM hooks WHERE id = $1', [out.id]);
+    assert.deepEqual(stored.rows[0].automation, { kind: 'add_to_list', list_id: list.id });
+
+    const other = await adminJson(['teams', 'create', '--name', 'other']);
+    const foreign = await admin(['hooks', 'create', '--team', other.team_id, '--list', list.id]);
+    assert.notEqual(foreign.code, 0);
+    assert.match(foreign.stderr, new RegExp(`list ${list.id} not found`));
+  });
+
+  test('hooks create refuses --list together with --script and --from', async () => {
+    const list = await insertList(pool, boot.team_id, 'l');
+    const run = await admin(['hooks', 'create', '--team', boot.team_id, '--list', list.id, '--script', boot.script_id, '--from', boot.from_number]);
+    assert.notEqual(run.code, 0);
+    assert.match(run.stderr, /--list cannot be combined/);
+  });
+
+  test('hooks list shows each hook’s automation and whether it is signed, never its token or secret', async () => {
+    const out = await adminJson(['hooks', 'list', '--team', boot.team_id]);
+    const bootHook = out.hooks.find((h: any) => h.id === boot.hook.id);
+    assert.deepEqual(bootHook.automation, { kind: 'schedule_call', script_id: boot.script_id, from_number: boot.from_number });
+    assert.equal(bootHook.signed, true);
+    assert.equal(bootHook.revoked_at, null);
+    const text = JSON.stringify(out);
+    assert.ok(!text.includes(boot.hook.token) && !text.includes(boot.hook.secret), 'no token or secret in the list');
+    const readable = await admin(['hooks', 'list', '--team', boot.team_id]);
+    assert.match(readable.stdout, new RegExp(`${boot.hook.id}  schedule_call \\(script ${boot.script_id}, from \\${boot.from_number}\\)  signed`));
+  });
+
+  test('hooks revoke sets revoked_at once; revoking again keeps it; an unknown hook is an error', async () => {
+    const hook = await adminJson(['hooks', 'create', '--team', boot.team_id]);
+    const first = await adminJson(['hooks', 'revoke', hook.id]);
+    assert.equal(first.id, hook.id);
+    assert.ok(!Number.isNaN(Date.parse(first.revoked_at)));
+    const again = await adminJson(['hooks', 'revoke', hook.id]);
+    assert.equal(again.revoked_at, first.revoked_at);
+    const listed = await adminJson(['hooks', 'list', '--team', boot.team_id]);
+    assert.equal(listed.hooks.find((h: any) => h.id === hook.id).revoked_at, first.revoked_at);
+    const unknown = await admin(['hooks', 'revoke', '00000000-0000-4000-8000-000000000000']);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /not found/);
+  });
+});

@@ -16,7 +16,7 @@ export interface TranscriptTurn {
 
 export type AnswerKind = 'text' | 'name' | 'date' | 'number' | 'yes_no';
 
-const FILLER = /^(?:(?:yes|yeah|yep|sure|ok|okay|well|so|um+|uh+|right|of course)\b[\s,.!-]*)+/i;
+const FILLER = /^(?:(?:yes|yeah|yep|sure|ok|okay|well|so|um+|uh+|oh|right|of course|sorry|actually|oops|i mean|no)\b[\s,.!-]*)+/i;
 const LEAD_IN =
   /^(?:my (?:full |first |last )?name(?: is|'s)|the name(?: is|'s)|name's|my [a-z ]{1,40}? is|it is|it's|that is|that's|that would be|this is|i am|i'm|call me)\b\s*/i;
 const NOTHING = /^(?:i (?:don't|do not) know|i'm not sure|i am not sure|no idea|not sure|i can't remember|i don't remember|pass)\b/i;
@@ -28,7 +28,7 @@ const NOTHING = /^(?:i (?:don't|do not) know|i'm not sure|i am not sure|no idea|
  */
 export function extractAnswer(text: string, kind: AnswerKind = 'text', region = 'US'): string {
   const trimmed = text.trim();
-  if (trimmed === '' || NOTHING.test(trimmed.replace(FILLER, ''))) return '';
+  if (trimmed === '' || NOTHING.test(trimmed) || NOTHING.test(trimmed.replace(FILLER, ''))) return '';
   if (kind === 'date') return findDateInText(trimmed, region)?.text ?? '';
   if (kind === 'number') return /-?\d+(?:[.,]\d+)?/.exec(trimmed)?.[0] ?? '';
   if (kind === 'yes_no') {

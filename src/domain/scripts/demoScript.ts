@@ -11,8 +11,7 @@ export const DEMO_SCRIPT: ScriptDefinition = scriptDefinitionSchema.parse({
   description: 'Greets the contact, asks for their name and date of birth, verifies them with Auth Check, and ends.',
   objectives: [
     { objective: 'Greet the contact', met_when: { step_reached: 'greet' } },
-    { objective: 'Collect the caller name and date of birth', met_when: { variable: 'answers.date_of_birth', is_empty: false } },
-    { objective: 'Verify the caller identity', met_when: { variable: 'auth_check.verified', equals: true } },
+    { objective: 'Verify the caller', met_when: { variable: 'auth_check.verified', equals: true } },
   ],
   structured_data: {
     caller_name: 'answers.name',

@@ -1,0 +1,102 @@
+// The script format (docs/scripts.md): what is accepted, and errors that name the step and
+// the field, including the rule that no step may write the auth_check namespace.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
+import { DEMO_SCRIPT } from '../../src/domain/scripts/demoScript.js';
+
+const minimal = (steps: unknown[], extra: Record<string, unknown> = {}) => ({ name: 'Test', steps, ...extra });
+const say = { id: 'hello', type: 'say' as const, text: 'Hi {{contact.first_name}}' };
+
+function rejects(input: unknown, pattern: RegExp) {
+  const r = parseScriptDefinition(input);
+  assert.equal(r.ok, false, 'the script is rejected');
+  if (!r.ok) assert.match(r.message, pattern);
+}
+
+describe('script format: accepted', () => {
+  it('the demo script is valid', () => {
+    assert.equal(parseScriptDefinition(DEMO_SCRIPT).ok, true);
+  });
+
+  it('a script with every step type is valid and gets its defaults', () => {
+    const input: ScriptDefinitionInput = {
+      name: 'All steps',
+      objectives: ['Say hello', { objective: 'Verified', met_when: { variable: 'auth_check.verified', equals: true } }],
+      structured_data: { name: 'answers.name' },
+      simulated_answers: { 'answers.name': 'My name is {{contact.full_name}}.' },
+      steps: [
+        say,
+        { id: 'ask', type: 'ask', question: 'Name?', variable: 'answers.name' },
+        { id: 'hook', type: 'webhook', url: 'https://example.com/lookup?n={{answers.name}}', on_error: 'bye' },
+        { id: 'check', type: 'tool', tool: 'Auth | Check', settings: { record_array: ['{{webhook.response}}.name'], check_array: ['{{answers.name}}'], raw_data: '{{webhook.response}}' } },
+        { id: 'route', type: 'branch', cases: [{ when: { variable: 'steps.check.result', equals: true }, next: 'mark' }], default: 'bye' },
+        { id: 'mark', type: 'set', variable: 'answers.verified_at_step', value: '{{call.id}}' },
+        { id: 'bye', type: 'end', text: 'Bye' },
+      ],
+    };
+    const r = parseScriptDefinition(input);
+    assert.equal(r.ok, true, r.ok ? '' : r.message);
+    if (!r.ok) return;
+    const ask = r.script.steps[1];
+    const hook = r.script.steps[2];
+    assert.equal(ask.type === 'ask' && ask.expect, 'text');
+    assert.equal(hook.type === 'webhook' && hook.method, 'POST');
+    assert.equal(hook.type === 'webhook' && hook.timeout_seconds, 10);
+  });
+
+  it('objectives, structured data and simulated answers default to empty', () => {
+    const r = parseScriptDefinition(minimal([say]));
+    assert.ok(r.ok);
+    if (r.ok) {
+      assert.deepEqual(r.script.objectives, []);
+      assert.deepEqual(r.script.structured_data, {});
+      assert.deepEqual(r.script.simulated_answers, {});
+    }
+  });
+
+  it('Auth Check settings that can only be judged at run time are accepted (they end in status error then)', () => {
+    const r = parseScriptDefinition(
+      minimal([{ id: 'c', type: 'tool', tool: 'Auth | Check', settings: { record_array: ['a'], check_array: ['a', 'b'], required_match_count: 'two', check_transcript: ['true'] } }]),
+    );
+    assert.equal(r.ok, true);
+  });
+});
+
+describe('script format: rejected with the step and field named', () => {
+  const rows: Array<[string, unknown, RegExp]> = [
+    [
+      'an ask step storing into auth_check',
+      minimal([{ id: 'ask_dob', type: 'ask', question: 'DOB?', variable: 'auth_check.verified' }]),
+      /^steps\[0\] \(id "ask_dob"\)\.variable: cannot write auth_check\.verified: the auth_check namespace belongs to the Auth Check tool/,
+    ],
+    [
+      'a set step writing auth_check.status',
+      minimal([say, { id: 'cheat', type: 'set', variable: 'auth_check.status', value: 'verified' }]),
+      /^steps\[1\] \(id "cheat"\)\.variable: cannot write auth_check\.status/,
+    ],
+    ['a set step replacing the whole auth_check namespace', minimal([{ id: 'cheat', type: 'set', variable: 'auth_check', value: {} }]), /steps\[0\] \(id "cheat"\)\.variable: cannot write auth_check:/],
+    ['a step writing contact data', minimal([{ id: 'a', type: 'ask', question: 'Email?', variable: 'contact.email' }]), /steps\[0\] \(id "a"\)\.variable: cannot write contact\.email/],
+    ['an unknown step type', minimal([{ id: 'x', type: 'shout', text: 'HI' }]), /^steps\[0\] \(id "x"\)\.type: type must be one of say, ask, webhook, tool, branch, set, end/],
+    ['an unknown field on a step', minimal([{ ...say, colour: 'red' }]), /^steps\[0\] \(id "hello"\): Unrecognized key: "colour"/],
+    ['a say step without text', minimal([{ id: 's', type: 'say' }]), /^steps\[0\] \(id "s"\)\.text: text must be a string/],
+    ['an ask step without a variable', minimal([{ id: 'a', type: 'ask', question: 'Q?' }]), /^steps\[0\] \(id "a"\)\.variable: /],
+    ['a malformed variable name', minimal([{ id: 'a', type: 'ask', question: 'Q?', variable: 'answers..x' }]), /steps\[0\] \(id "a"\)\.variable: must be a variable name/],
+    ['an unknown expect', minimal([{ id: 'a', type: 'ask', question: 'Q?', variable: 'x', expect: 'colour' }]), /steps\[0\] \(id "a"\)\.expect/],
+    ['a tool other than Auth | Check', minimal([{ id: 't', type: 'tool', tool: 'Other', settings: { record_array: [], check_array: [] } }]), /steps\[0\] \(id "t"\)\.tool: tool must be "Auth \| Check"/],
+    ['an Auth Check without a Record Array', minimal([{ id: 't', type: 'tool', tool: 'Auth | Check', settings: { check_array: [] } }]), /steps\[0\] \(id "t"\)\.settings\.record_array: record_array must be an array/],
+    ['an Exact that is not Yes or No', minimal([{ id: 't', type: 'tool', tool: 'Auth | Check', settings: { record_array: [], check_array: [], exact: 'maybe' } }]), /steps\[0\] \(id "t"\)\.settings\.exact: exact must be Yes or No/],
+    ['a webhook url that is not http', minimal([{ id: 'w', type: 'webhook', url: 'ftp://x' }]), /steps\[0\] \(id "w"\)\.url: url must start with http/],
+    ['a webhook timeout over 30 s', minimal([{ id: 'w', type: 'webhook', url: 'https://x', timeout_seconds: 60 }]), /steps\[0\] \(id "w"\)\.timeout_seconds/],
+    ['a next pointing nowhere', minimal([{ ...say, next: 'nowhere' }]), /^steps\[0\] \(id "hello"\)\.next: no step has id nowhere/],
+    ['a branch case pointing nowhere', minimal([{ id: 'b', type: 'branch', cases: [{ when: { variable: 'x', equals: 1 }, next: 'gone' }] }]), /steps\[0\] \(id "b"\)\.cases\[0\]\.next: no step has id gone/],
+    ['a branch without cases', minimal([{ id: 'b', type: 'branch', cases: [] }]), /steps\[0\] \(id "b"\)\.cases: cases needs at least one case/],
+    ['a condition with two tests', minimal([{ id: 'b', type: 'branch', cases: [{ when: { variable: 'x', equals: 1, is_empty: true }, next: 'b' }] }]), /steps\[0\] \(id "b"\)\.cases\[0\]\.when/],
+    ['a duplicate step id', minimal([say, { ...say }]), /^steps\[1\] \(id "hello"\)\.id: duplicate step id hello/],
+    ['a script without steps', minimal([]), /^steps: a script needs at least one step/],
+    ['an objective reaching an unknown step', minimal([say], { objectives: [{ objective: 'x', met_when: { step_reached: 'nope' } }] }), /^objectives\[0\]\.met_when\.step_reached: no step has id nope/],
+    ['a malformed objective', minimal([say], { objectives: [{ goal: 'x' }] }), /^objectives\[0\]: must be a string or \{ objective, met_when \}/],
+    ['a script without a name', { steps: [say] }, /^name: /],
+  ];
+  for (const [name, input, pattern] of rows) it(`rejects ${name}`, () => rejects(input, pattern));
+});

@@ -1,0 +1,211 @@
+/**
+ * The script runtime: runs a script's steps inside the call workflow (docs/scripts.md).
+ *
+ * State (variables, transcript, the current step) lives in the workflow, so a call's script
+ * survives a worker restart by replay. Steps that do I/O are activities (ask: the callee's
+ * answer; webhook: the HTTP request); say, set, branch, tool (Auth Check, pure) and end run
+ * in the workflow. Every step's turns and System Notes are written to the call as it goes,
+ * and each step's outcome is upserted into the workflow memo `script_step`, so the history
+ * in the Temporal UI shows one event per step with what happened.
+ */
+import { proxyActivities, upsertMemo } from '@temporalio/workflow';
+import type { ScriptActivities } from '../activities/scripts.js';
+import { authCheckSystemNote, extractAnswer, runAuthCheck, type AuthCheckVariables, type TranscriptTurn } from '../src/domain/authCheck/index.js';
+import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
+import { parseScriptDefinition, type ScriptDefinition, type ScriptStep } from '../src/domain/scripts/definition.js';
+import {
+  collectStructuredData,
+  evaluateCondition,
+  evaluateObjectives,
+  followingStepId,
+  initialScope,
+  renderJson,
+  renderSpeech,
+  type ObjectiveResult,
+  type ScriptCallData,
+} from '../src/domain/scripts/runtime.js';
+import { getVariable, renderValue, setVariable, type Scope } from '../src/domain/scripts/templates.js';
+
+const { scriptRuntimeSettings, simulateCalleeAnswer } = proxyActivities<ScriptActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 5 },
+});
+// The activity waits at most the step's own timeout (≤ 30 s); a retry only follows a lost worker.
+const { callWebhook } = proxyActivities<ScriptActivities>({
+  startToCloseTimeout: '45 seconds',
+  retry: { initialInterval: '2 seconds', maximumAttempts: 2 },
+});
+
+/** A script stops after this many steps (a loop that never reaches an end). */
+export const MAX_SCRIPT_STEPS = 200;
+
+/** Where the runtime writes what happens; the call workflow's seam provides it. */
+export interface ScriptRuntimeHost {
+  callId: string;
+  appendTurns(turns: ConversationTurn[]): Promise<void>;
+  appendSystemNotes(notes: SystemNote[]): Promise<void>;
+}
+
+export interface ScriptRunResult {
+  /** True when the script reached an end step (or ran past its last step). */
+  completed: boolean;
+  /** Why it did not complete: an invalid script, or the step limit. */
+  error?: 'invalid_script' | 'step_limit';
+  lastStepId?: string;
+  stepsRun: number;
+  objectives: ObjectiveResult[];
+  structuredData: Record<string, unknown>;
+  /** The last Auth Check run's variables, if the script ran one. */
+  authCheck?: AuthCheckVariables;
+  variables: Scope;
+  transcript: TranscriptTurn[];
+}
+
+/** The System Note kind of the run's closing summary (objectives and structured data as data). */
+export const SCRIPT_RESULT_NOTE = 'script_result';
+
+const now = () => new Date().toISOString();
+const plainTurn = (t: TranscriptTurn): ConversationTurn => ({ role: t.role, text: t.text });
+
+/** Runs `definition` (a stored script) for one call; never throws for script problems. */
+export async function runScript(definition: unknown, data: ScriptCallData, host: ScriptRuntimeHost): Promise<ScriptRunResult> {
+  const scope = initialScope(data);
+  const transcript: TranscriptTurn[] = [];
+  const parsed = parseScriptDefinition(definition);
+  if (!parsed.ok) {
+    await host.appendSystemNotes([{ at: now(), kind: 'script_error', text: `The script is invalid and was not run: ${parsed.message}` }]);
+    return { completed: false, error: 'invalid_script', stepsRun: 0, objectives: [], structuredData: {}, variables: scope, transcript };
+  }
+  const script: ScriptDefinition = parsed.script;
+  const steps = new Map(script.steps.map((s) => [s.id, s]));
+  const { region } = await scriptRuntimeSettings();
+  const visited = new Set<string>();
+  let current: ScriptStep | undefined = script.steps[0];
+  let completed = false;
+  let error: ScriptRunResult['error'];
+  let lastStepId: string | undefined;
+  let authCheck: AuthCheckVariables | undefined;
+  let stepsRun = 0;
+
+  while (current) {
+    if (stepsRun >= MAX_SCRIPT_STEPS) {
+      error = 'step_limit';
+      await host.appendSystemNotes([{ at: now(), kind: 'script_error', text: `The script was stopped after ${MAX_SCRIPT_STEPS} steps without reaching an end step.` }]);
+      break;
+    }
+    const step: ScriptStep = current;
+    stepsRun++;
+    visited.add(step.id);
+    lastStepId = step.id;
+    const turns: TranscriptTurn[] = [];
+    const notes: SystemNote[] = [];
+    let next: string | undefined = step.type === 'end' ? undefined : (step.next ?? followingStepId(script, step));
+    let outcome: Record<string, unknown> = {};
+
+    switch (step.type) {
+      case 'say': {
+        const text = renderSpeech(step.text, scope);
+        turns.push({ role: 'agent', text });
+        outcome = { said: text };
+        break;
+      }
+      case 'ask': {
+        const question = renderSpeech(step.question, scope);
+        turns.push({ role: 'agent', text: question });
+        const { text } = await simulateCalleeAnswer({
+          callId: host.callId,
+          stepId: step.id,
+          question,
+          variable: step.variable,
+          expect: step.expect,
+          // What the callee knows: their own record, not the script's working variables.
+          scope: { contact: scope.contact, objects: scope.objects, call: scope.call },
+          simulatedAnswers: script.simulated_answers,
+        });
+        turns.push({ role: 'user', text, variable: step.variable, expect: step.expect });
+        const value = extractAnswer(text, step.expect, region);
+        setVariable(scope, step.variable, value);
+        setVariable(scope, `steps.${step.id}.answer`, value);
+        outcome = { variable: step.variable, answer: value };
+        break;
+      }
+      case 'webhook': {
+        const result = await callWebhook({
+          callId: host.callId,
+          stepId: step.id,
+          method: step.method,
+          url: renderValue(renderJson(step.url, scope)),
+          headers: Object.fromEntries(Object.entries(step.headers).map(([k, v]) => [k, renderValue(renderJson(v, scope))])),
+          body: step.body === undefined ? undefined : renderJson(step.body, scope),
+          timeoutSeconds: step.timeout_seconds,
+        });
+        for (const prefix of ['webhook', `steps.${step.id}`]) {
+          setVariable(scope, `${prefix}.response`, result.response);
+          setVariable(scope, `${prefix}.status`, result.status);
+          setVariable(scope, `${prefix}.ok`, result.ok);
+        }
+        if (!result.ok && step.on_error) next = step.on_error;
+        notes.push({
+          at: now(),
+          kind: 'webhook',
+          text: `Webhook ${step.method} step "${step.id}": ${result.ok ? `answered ${result.status}` : result.status ? `answered ${result.status} (failed)` : `failed: ${result.error}`}.`,
+          data: { step_id: step.id, status: result.status, ok: result.ok, truncated: result.truncated, duration_ms: result.durationMs },
+        });
+        outcome = { status: result.status, ok: result.ok, ...(result.error ? { error: result.error } : {}) };
+        break;
+      }
+      case 'tool': {
+        const run = runAuthCheck(step.settings, { lookup: (name) => getVariable(scope, name), region, transcript });
+        for (const write of run.writes) setVariable(scope, write.variable, write.value);
+        // The tool owns the namespace: every variable is rewritten on every run.
+        scope.auth_check = { ...run.variables };
+        setVariable(scope, `steps.${step.id}.result`, run.result);
+        authCheck = run.variables;
+        const note = authCheckSystemNote(step.id, run);
+        notes.push({ at: now(), kind: note.kind, text: note.summary, data: { ...note, variables: run.variables, writes: run.writes } });
+        outcome = { status: run.variables.status, verified: run.variables.verified, matched_count: run.variables.matched_count, required_count: run.variables.required_count };
+        break;
+      }
+      case 'branch': {
+        const index = step.cases.findIndex((c) => evaluateCondition(c.when, scope, visited));
+        next = index >= 0 ? step.cases[index].next : (step.default ?? next);
+        outcome = { case: index >= 0 ? index : 'default', next: next ?? null };
+        break;
+      }
+      case 'set': {
+        const value = renderJson(step.value, scope);
+        setVariable(scope, step.variable, value);
+        outcome = { variable: step.variable, value };
+        break;
+      }
+      case 'end': {
+        if (step.text) turns.push({ role: 'agent', text: renderSpeech(step.text, scope) });
+        completed = true;
+        outcome = { ended: true };
+        break;
+      }
+    }
+    if (next === undefined) completed = true;
+
+    transcript.push(...turns);
+    if (turns.length) await host.appendTurns(turns.map(plainTurn));
+    if (notes.length) await host.appendSystemNotes(notes);
+    upsertMemo({ script_step: { n: stepsRun, id: step.id, type: step.type, outcome } });
+    current = next === undefined ? undefined : steps.get(next);
+  }
+
+  const objectives = evaluateObjectives(script, scope, visited, completed);
+  const structuredData = collectStructuredData(script, scope);
+  const met = objectives.filter((o) => o.met).length;
+  await host.appendSystemNotes([
+    {
+      at: now(),
+      kind: SCRIPT_RESULT_NOTE,
+      text:
+        `Script "${script.name}" ${completed ? `ran to its end at step "${lastStepId}"` : `stopped at step "${lastStepId ?? '-'}"`} after ${stepsRun} step${stepsRun === 1 ? '' : 's'}` +
+        `${objectives.length ? `; ${met} of ${objectives.length} objective${objectives.length === 1 ? '' : 's'} met` : ''}.`,
+      data: { completed, last_step: lastStepId ?? null, steps_run: stepsRun, objectives, structured_data: structuredData },
+    },
+  ]);
+  return { completed, error, lastStepId, stepsRun, objectives, structuredData, authCheck, variables: scope, transcript };
+}

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -45,6 +45,20 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * As root, Postgres runs as the `postgres` user, which must be able to reach its data
+ * folder: grant search (o+x, not listing) on every ancestor that lacks it, e.g. a
+ * mktemp -d folder (mode 700).
+ */
+function letPostgresUserReach(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    const mode = statSync(current).mode;
+    if (!(mode & 0o001)) chmodSync(current, (mode & 0o7777) | 0o001);
+    if (current === path.dirname(current)) break;
+  }
+}
+
 function urlFor(port: number): string {
   return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
 }
@@ -59,6 +73,7 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedDa
 
   const databaseDir = embeddedDataDir(dataDir);
   await mkdir(dataDir, { recursive: true });
+  letPostgresUserReach(dataDir);
   const port = await freePort();
   const server = new EmbeddedPostgres({ databaseDir, port, user: USER, password: PASSWORD, persistent: true,
     // Postgres refuses to run as root; as root the package runs it as a `postgres` user.

@@ -55,6 +55,8 @@ before(async () => {
 
 after(async () => {
   redis?.disconnect();
+  // The shared pool's idle connections would keep this process alive for 30 s.
+  await (await testPool()).end();
 });
 
 for (const store of ['redis', 'memory'] as const) {

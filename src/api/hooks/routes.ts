@@ -16,14 +16,13 @@ export const hookRoutes = [
     ].join('\n\n'),
     tags: ['Webhooks'],
     auth: 'hookToken',
-    request: { params: hookParams, body: hookPayload },
+    request: { params: hookParams, body: hookPayload, bodyRequired: false },
     responses: {
       202: { description: 'Accepted: the run has started (or, for a repeated X-Webhook-Id, had started)', schema: hookAccepted },
       400: { description: 'Body is not JSON, or X-Webhook-Id is malformed' },
       401: { description: 'Invalid webhook signature (missing or wrong)' },
       404: { description: 'Unknown or revoked hook' },
       413: { description: 'Request body over 1,048,576 bytes' },
-      429: { description: 'Rate limit exceeded (per IP, per IP on the webhook endpoint)' },
     },
     handler: async ({ params, body, ctx }, deps) => {
       const deliveryId = ctx.get('X-Webhook-Id') || undefined;

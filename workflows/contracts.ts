@@ -89,3 +89,46 @@ export interface CallWorkflowState {
   status: string;
 }
 export const callStateQuery = defineQuery<CallWorkflowState>('callState');
+
+// ---- Web sessions (issue 6, docs/web-calls.md) ----
+import { defineUpdate } from '@temporalio/workflow';
+
+export const WEB_SESSION_WORKFLOW_TYPE = 'webSessionWorkflow';
+const WEB_SESSION_PREFIX = 'web-session-';
+/** One workflow per web session: `web-session-<session_id>`, minted → used | expired. */
+export const webSessionWorkflowId = (sessionId: string) => `${WEB_SESSION_PREFIX}${sessionId}`;
+export const sessionIdFromWebSessionWorkflowId = (workflowId: string): string | undefined =>
+  workflowId.startsWith(WEB_SESSION_PREFIX) ? workflowId.slice(WEB_SESSION_PREFIX.length) : undefined;
+
+/** A session token is redeemable for exactly this long after minting (api-v1.md: about two minutes). */
+export const WEB_SESSION_TTL_MS = 2 * 60_000;
+
+export type WebSessionState = 'minted' | 'used' | 'expired';
+
+export interface WebSessionWorkflowInput {
+  sessionId: string;
+  teamId: string;
+  /** Redeemable for this long after the workflow started (WEB_SESSION_TTL_MS). */
+  ttlMs: number;
+}
+
+/** What a successful redemption answers: the web call it created. */
+export interface WebSessionRedemption {
+  callId: string;
+  scriptId: string;
+  contactId: string;
+}
+
+export interface WebSessionWorkflowResult {
+  sessionId: string;
+  state: Exclude<WebSessionState, 'minted'>;
+  callId: string | null;
+}
+
+/** Failure types of a rejected redemption (the Update's validator). */
+export const WEB_SESSION_ALREADY_USED = 'WebSessionAlreadyUsed';
+export const WEB_SESSION_EXPIRED = 'WebSessionExpired';
+
+/** The media edge redeems the token: exactly one redemption of a minted session creates the call. */
+export const redeemWebSessionUpdate = defineUpdate<WebSessionRedemption>('redeemWebSession');
+export const webSessionStateQuery = defineQuery<{ sessionId: string; state: WebSessionState; callId: string | null }>('webSessionState');

@@ -2,3 +2,4 @@
 export * from './hookRunWorkflow.js';
 export * from './callWorkflow.js';
 export * from './callsReconcilerWorkflow.js';
+export * from './webSessionWorkflow.js';

@@ -5,10 +5,12 @@ import { hookRoutes } from './hooks/routes.js';
 import { listRoutes } from './lists/routes.js';
 import { objectTypeRoutes } from './object-types/routes.js';
 import { objectRoutes } from './objects/routes.js';
+import { webCallRoutes } from './web-calls/routes.js';
+import { internalRoutes } from './internal/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...openApiRoutes(allRoutes)];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...internalRoutes, ...openApiRoutes(allRoutes)];
 }

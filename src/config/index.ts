@@ -54,6 +54,8 @@ export const configSchema = z.object({
   MEDIA_EDGE_SIP_USERNAME: z.string().min(1).default('web-caller'),
   MEDIA_EDGE_SIP_PASSWORD: z.string().min(1).default('web-caller'),
   MEDIA_EDGE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  // The SIP URI browsers dial (docs/web-calls.md); unset = sip:agent@<MEDIA_EDGE_SIP_DOMAIN>.
+  MEDIA_EDGE_TARGET: z.string().regex(/^sips?:\S+$/i, 'must be a SIP URI such as sip:agent@edge.example.com').optional(),
   VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
   SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
   KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),

@@ -11,7 +11,7 @@ import { webhookSignatureValid } from '../domain/hookSignature.js';
 import { generateHookToken, hookPath } from '../domain/hookTokens.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { upsertContactByPhone } from '../db/repositories/contacts.js';
-import { claimHookDelivery } from '../db/repositories/hookDeliveries.js';
+import { claimHookDelivery, markHookDeliveryStarted } from '../db/repositories/hookDeliveries.js';
 import { addExistingContactsToList, lockLiveList } from '../db/repositories/lists.js';
 import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRecord } from '../db/repositories/hooks.js';
 import type { Logger } from '../logging/logger.js';
@@ -66,9 +66,10 @@ export async function authenticateHookToken(db: Queryable, token: string): Promi
 
 /**
  * Authenticates a webhook request (token, then signature when the hook has a secret),
- * checks and claims its X-Webhook-Id and starts the run's workflow. A duplicate delivery answers the
- * first run's id; starting its workflow again is a no-op (same workflow id, USE_EXISTING,
- * REJECT_DUPLICATE), which also completes a first request that died before the start.
+ * checks and claims its X-Webhook-Id and starts the run's workflow. A duplicate delivery
+ * answers the first run's id. Until the first request has confirmed the start, a
+ * duplicate starts the same workflow id too (USE_EXISTING, REJECT_DUPLICATE: a no-op if it
+ * exists), which completes a first request that died between the claim and the start.
  */
 export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequest): Promise<AcceptedHookRequest> {
   const hook = await authenticateHookToken(deps.pool, request.token);
@@ -76,11 +77,14 @@ export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequ
     throw unauthorized(INVALID_WEBHOOK_SIGNATURE);
   }
   if (request.deliveryId !== undefined && !DELIVERY_ID_RE.test(request.deliveryId)) throw badRequest(INVALID_DELIVERY_ID);
-  let runId: string = randomUUID();
-  let duplicate = false;
+  let claim = { runId: randomUUID() as string, duplicate: false, started: false };
   if (request.deliveryId !== undefined) {
-    ({ runId, duplicate } = await claimHookDelivery(deps.pool, { hookId: hook.id, deliveryId: request.deliveryId, runId }));
+    claim = await claimHookDelivery(deps.pool, { hookId: hook.id, deliveryId: request.deliveryId, runId: claim.runId });
   }
+  const { runId, duplicate } = claim;
+  // A duplicate of a delivery whose run is known to exist asks Temporal nothing: that
+  // holds even once Temporal's retention has forgotten the finished run.
+  if (claim.started) return { runId, duplicate, hookId: hook.id };
   const input: HookRunInput = {
     runId,
     hookId: hook.id,
@@ -107,6 +111,7 @@ export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequ
     // The run already finished: this is a duplicate delivery and must not run again.
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
+  if (request.deliveryId !== undefined) await markHookDeliveryStarted(deps.pool, hook.id, request.deliveryId, runId);
   return { runId, duplicate, hookId: hook.id };
 }
 

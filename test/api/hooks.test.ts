@@ -3,6 +3,8 @@
 // themselves are covered by test/workflows/hookRunWorkflow.test.ts and test/e2e/hooks.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { signWebhookBody } from '../../src/domain/hookSignature.js';
 import { createHook, revokeHookById, type CreatedHook } from '../../src/services/hooks.js';
@@ -170,6 +172,32 @@ describe('X-Webhook-Id', () => {
     assert.deepEqual(await deliveryRows(unsigned.id, headers['X-Webhook-Id']), [{ run_id: runId }]);
     const history = await env.client.workflow.getHandle(hookRunWorkflowId(runId)).fetchHistory();
     assert.equal(history.events?.filter((e) => e.workflowExecutionStartedEventAttributes).length, 1);
+  });
+
+  test('the first delivery records that its run started', async () => {
+    const res = await post(unsigned, { body: {}, headers: { 'X-Webhook-Id': 'evt_started' } });
+    const row = (await app.pool.query('SELECT run_id, started_at FROM hook_deliveries WHERE hook_id = $1 AND delivery_id = $2', [unsigned.id, 'evt_started'])).rows[0];
+    assert.equal(row.run_id, res.json.run_id);
+    assert.ok(row.started_at instanceof Date);
+  });
+
+  test('a duplicate of a started delivery answers its run_id and starts nothing, even when Temporal no longer knows the run', async () => {
+    const forgotten = randomUUID();
+    await app.pool.query("INSERT INTO hook_deliveries (hook_id, delivery_id, run_id, started_at) VALUES ($1, 'evt_forgotten', $2, now())", [unsigned.id, forgotten]);
+    const res = await post(unsigned, { body: {}, headers: { 'X-Webhook-Id': 'evt_forgotten' } });
+    assert.equal(res.status, 202);
+    assert.equal(res.json.run_id, forgotten);
+    await assert.rejects(env.client.workflow.getHandle(hookRunWorkflowId(forgotten)).describe(), WorkflowNotFoundError);
+  });
+
+  test('a duplicate of a delivery whose first request died before starting the run starts it', async () => {
+    const orphan = randomUUID();
+    await app.pool.query("INSERT INTO hook_deliveries (hook_id, delivery_id, run_id) VALUES ($1, 'evt_orphan', $2)", [unsigned.id, orphan]);
+    const res = await post(unsigned, { body: { retried: true }, headers: { 'X-Webhook-Id': 'evt_orphan' } });
+    assert.equal(res.json.run_id, orphan);
+    const description = await env.client.workflow.getHandle(hookRunWorkflowId(orphan)).describe();
+    assert.equal(description.typedSearchAttributes.get(HOOK_ID), unsigned.id);
+    assert.ok((await deliveryRows(unsigned.id, 'evt_orphan')).length === 1);
   });
 
   test('the same id on another hook is another delivery', async () => {

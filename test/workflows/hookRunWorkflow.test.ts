@@ -1,9 +1,13 @@
 // The hook-run workflow with typed mock activities in the time-skipping environment.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { createHookActivities } from '../../activities/hooks.js';
@@ -12,10 +16,17 @@ import { workflowBundle } from '../../src/temporal/worker.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput, type HookRunResult } from '../../workflows/contracts.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
 
+const { History } = proto.temporal.api.history.v1;
+
 type HookActivities = ReturnType<typeof createHookActivities>;
 type Calls = { [K in keyof HookActivities]: Parameters<HookActivities[K]>[0][] };
 
 const TASK_QUEUE = 'hook-run-test';
+// Recorded histories (protobuf-encoded) of earlier versions of the workflow; the replay test below guards
+// determinism. RECORD_HOOK_RUN_HISTORIES=1 re-records them from this run (only when the
+// workflow changes on purpose in a way old runs cannot replay).
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
+const RECORD = process.env.RECORD_HOOK_RUN_HISTORIES === '1';
 let env: TestWorkflowEnvironment;
 
 before(async () => {
@@ -26,7 +37,7 @@ after(async () => {
 });
 
 /** Runs one hook run against mock activities; returns its outcome and what the activities saw. */
-async function run(automation: HookAutomation, body: unknown, overrides: Partial<HookActivities> = {}) {
+async function run(automation: HookAutomation, body: unknown, overrides: Partial<HookActivities> = {}, record?: string) {
   const calls: Calls = { scheduleHookCall: [], addHookContactToList: [] };
   const activities: HookActivities = {
     scheduleHookCall: async (input) => {
@@ -46,6 +57,11 @@ async function run(automation: HookAutomation, body: unknown, overrides: Partial
       .execute(HOOK_RUN_WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: hookRunWorkflowId(runId), args: [input] })
       .then((result: HookRunResult) => ({ result, error: undefined }), (error: unknown) => ({ result: undefined, error })),
   );
+  if (RECORD && record) {
+    mkdirSync(HISTORIES_DIR, { recursive: true });
+    const history = await env.client.workflow.getHandle(hookRunWorkflowId(runId)).fetchHistory();
+    writeFileSync(path.join(HISTORIES_DIR, `hookRun-${record}.bin`), History.encode(history).finish());
+  }
   return { ...outcome, calls, runId };
 }
 
@@ -62,7 +78,7 @@ const scheduleCall: HookAutomation = { kind: 'schedule_call', script_id: 'script
 
 describe('hook run workflow', () => {
   test('schedule_call maps the body and schedules one call with the hook’s script and number', async () => {
-    const { result, calls, runId } = await run(scheduleCall, { contact: { phone: '(415) 555-0123', first_name: 'Ada' }, email: 'ada@example.com' });
+    const { result, calls, runId } = await run(scheduleCall, { contact: { phone: '(415) 555-0123', first_name: 'Ada' }, email: 'ada@example.com' }, {}, 'schedule_call');
     assert.deepEqual(calls.scheduleHookCall, [
       { runId, teamId: calls.scheduleHookCall[0].teamId, scriptId: 'script-1', fromNumber: '+12125550100', contact: { phone_number: '+14155550123', first_name: 'Ada', email: 'ada@example.com' } },
     ]);
@@ -70,7 +86,7 @@ describe('hook run workflow', () => {
   });
 
   test('add_to_list upserts the mapped contact into the hook’s list', async () => {
-    const { result, calls } = await run({ kind: 'add_to_list', list_id: 'list-1' }, { phone_number: '+14155550123', last_name: 'Lovelace' });
+    const { result, calls } = await run({ kind: 'add_to_list', list_id: 'list-1' }, { phone_number: '+14155550123', last_name: 'Lovelace' }, {}, 'add_to_list');
     assert.equal(calls.addHookContactToList.length, 1);
     assert.equal(calls.addHookContactToList[0].listId, 'list-1');
     assert.deepEqual(calls.addHookContactToList[0].contact, { phone_number: '+14155550123', last_name: 'Lovelace' });
@@ -79,7 +95,7 @@ describe('hook run workflow', () => {
   });
 
   test('an unmappable body fails the run as UnmappableWebhookBody with a readable reason and calls no activity', async () => {
-    const { error, calls } = await run(scheduleCall, { first_name: 'Ada', phone: 'call me maybe' });
+    const { error, calls } = await run(scheduleCall, { first_name: 'Ada', phone: 'call me maybe' }, {}, 'unmappable');
     const failure = failureOf(error);
     assert.equal(failure.type, 'UnmappableWebhookBody');
     assert.equal(failure.nonRetryable, true);
@@ -112,15 +128,31 @@ describe('hook run workflow', () => {
 
   test('a transient activity failure is retried with the same input until it succeeds', async () => {
     let attempts = 0;
-    const { result, calls } = await run(scheduleCall, { phone: '+14155550123' }, {
-      scheduleHookCall: async () => {
-        attempts += 1;
-        if (attempts < 3) throw new Error('database unavailable');
-        return { callId: 'call-9', contactId: 'contact-9' };
+    const { result, calls } = await run(
+      scheduleCall,
+      { phone: '+14155550123' },
+      {
+        scheduleHookCall: async () => {
+          attempts += 1;
+          if (attempts < 3) throw new Error('database unavailable');
+          return { callId: 'call-9', contactId: 'contact-9' };
+        },
       },
-    });
+      'retried',
+    );
     assert.equal(result?.call_id, 'call-9');
     assert.equal(calls.scheduleHookCall.length, 3);
     assert.deepEqual(new Set(calls.scheduleHookCall.map((c) => JSON.stringify(c))).size, 1);
+  });
+});
+
+describe('hook run workflow replay', () => {
+  test('recorded histories of earlier runs replay without nondeterminism', async () => {
+    const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.bin'));
+    assert.ok(files.length >= 4, `recorded histories in ${HISTORIES_DIR}`);
+    for (const file of files) {
+      const history = History.decode(readFileSync(path.join(HISTORIES_DIR, file)));
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file);
+    }
   });
 });

@@ -87,6 +87,16 @@ describe('hook token', () => {
     assert.deepEqual(res.json, { success: false, message: 'Webhook not found' });
   });
 
+  test('a body just under 1 MiB is accepted and carried into the run', async () => {
+    const rawBody = JSON.stringify({ phone: '+14155550123', filler: 'a'.repeat(1_048_576 - 60) });
+    assert.ok(Buffer.byteLength(rawBody) <= 1_048_576);
+    const res = await post(unsigned, { rawBody });
+    assert.equal(res.status, 202);
+    const history = await env.client.workflow.getHandle(hookRunWorkflowId(res.json.run_id)).fetchHistory();
+    const input = JSON.parse(Buffer.from(history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads![0].data!).toString('utf8'));
+    assert.equal(input.body.filler.length, 1_048_576 - 60);
+  });
+
   test('invalid JSON answers 400 and a body over 1 MiB answers 413, starting nothing', async () => {
     const invalid = await post(unsigned, { rawBody: '{"phone":' });
     assert.equal(invalid.status, 400);

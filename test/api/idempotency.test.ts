@@ -240,6 +240,25 @@ describe('conflicting use of a key', () => {
   });
 });
 
+describe('many keys at once', () => {
+  test('80 concurrent requests over 20 keys (claims and completions sent in shared batches) run each key once', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => uniqueName(`batch-${i}`));
+    const keys = names.map(() => randomUUID());
+    const answers = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => create({ name: names[i % 20] }, keys[i % 20]).then((res) => ({ i: i % 20, res }))),
+    );
+    for (let k = 0; k < 20; k++) {
+      assert.equal(runs.get(names[k]), 1, `key ${k} ran once`);
+      const mine = answers.filter((a) => a.i === k).map((a) => a.res);
+      const originals = mine.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null);
+      assert.equal(originals.length, 1);
+      for (const r of mine) if (r !== originals[0] && r.status !== 409) assertReplayOf(r, originals[0]);
+    }
+    // Afterwards every key replays.
+    for (let k = 0; k < 20; k++) assert.equal((await create({ name: names[k] }, keys[k])).headers.get('idempotent-replayed'), 'true');
+  });
+});
+
 describe('answers that are not kept', () => {
   test('a 400 from validation is not kept: the corrected request with the same key runs', async () => {
     const name = uniqueName('invalid');
@@ -450,7 +469,8 @@ describe('a crash between running the request and keeping its response', () => {
       ttlSeconds: 86_400,
       staleAfterSeconds: 1,
     });
-    assert.equal(claimed?.state, 'in_progress');
+    assert.equal(claimed?.tookOver, false);
+    assert.equal((await findIdempotencyKey(app.pool, { teamId: team.teamId, endpoint: 'POST /api/v1/test-idempotent-create', key }))?.state, 'in_progress');
     const soon = await create(body, key, { api: staleApp });
     assert.equal(soon.status, 409, 'not stale yet');
     await new Promise((r) => setTimeout(r, 1100));

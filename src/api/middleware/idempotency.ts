@@ -1,12 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context, Middleware } from 'koa';
+import type { Pool } from '../../db/pool.js';
 import {
-  claimIdempotencyKey,
-  completeIdempotencyKey,
   findIdempotencyKey,
   pruneExpiredIdempotencyKeys,
   releaseIdempotencyKey,
+  runIdempotencyBatch,
+  type ClaimedKey,
+  type IdempotencyClaim,
+  type IdempotencyCompletion,
   type IdempotencyKeyRef,
   type IdempotencyRecord,
 } from '../../db/repositories/idempotency.js';
@@ -148,6 +151,101 @@ function replay(ctx: Context, record: IdempotencyRecord): void {
   ctx.body = record.response_body!;
 }
 
+const PG_DEADLOCK_DETECTED = '40P01';
+
+/**
+ * Group commit: the claims and completions of concurrent requests go to the database
+ * together, one statement per batch, so the header costs a share of one round trip and
+ * commit rather than two whole ones. With nothing in flight an item is sent at once, so a
+ * lone request waits for nobody; while batches are in flight, arrivals gather for the
+ * next one. A batch never holds one key twice (a second use waits for the next batch).
+ */
+class GroupCommit<I, O> {
+  private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly send: (items: I[]) => Promise<O[]>,
+    private readonly keyOf: (item: I) => string,
+    private readonly maxBatch = 200,
+    private readonly maxInFlight = 2,
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch: typeof this.queue = [];
+      const rest: typeof this.queue = [];
+      const keys = new Set<string>();
+      for (const entry of this.queue) {
+        const key = this.keyOf(entry.item);
+        if (batch.length < this.maxBatch && !keys.has(key)) {
+          keys.add(key);
+          batch.push(entry);
+        } else {
+          rest.push(entry);
+        }
+      }
+      this.queue = rest;
+      this.inFlight += 1;
+      this.sendWithRetry(batch.map((e) => e.item))
+        .then(
+          (results) => batch.forEach((e, i) => e.resolve(results[i])),
+          (err) => batch.forEach((e) => e.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight -= 1;
+          this.pump();
+        });
+    }
+  }
+
+  // Two batches locking the same rows in opposite orders deadlock; Postgres aborts one, which is simply sent again.
+  private async sendWithRetry(items: I[]): Promise<O[]> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.send(items);
+      } catch (err) {
+        if ((err as { code?: string }).code !== PG_DEADLOCK_DETECTED || attempt >= 3) throw err;
+      }
+    }
+  }
+}
+
+type BatchItem = { claim: IdempotencyClaim } | { completion: IdempotencyCompletion };
+type BatchOutcome = ClaimedKey | boolean | undefined;
+
+const itemKey = (item: BatchItem) => {
+  const ref = 'claim' in item ? item.claim : item.completion;
+  return JSON.stringify([ref.teamId, ref.endpoint, ref.key]);
+};
+
+// One pipe per pool and stale time (several apps with different settings can share a pool in tests).
+const pipes = new WeakMap<Pool, Map<number, GroupCommit<BatchItem, BatchOutcome>>>();
+
+function pipeOf(pool: Pool, staleAfterSeconds: number): GroupCommit<BatchItem, BatchOutcome> {
+  let byStale = pipes.get(pool);
+  if (!byStale) pipes.set(pool, (byStale = new Map()));
+  let pipe = byStale.get(staleAfterSeconds);
+  if (!pipe) {
+    const timing = { ttlSeconds: IDEMPOTENCY_TTL_SECONDS, staleAfterSeconds };
+    pipe = new GroupCommit<BatchItem, BatchOutcome>(async (items) => {
+      const claims = items.flatMap((i) => ('claim' in i ? [i.claim] : []));
+      const completions = items.flatMap((i) => ('completion' in i ? [i.completion] : []));
+      const result = await runIdempotencyBatch(pool, { claims, completions }, timing);
+      return items.map((i) => ('claim' in i ? result.claimed.get(i.claim.attemptId) : result.kept.has(i.completion.attemptId)));
+    }, itemKey);
+    byStale.set(staleAfterSeconds, pipe);
+  }
+  return pipe;
+}
+
 const lastPrune = new WeakMap<object, number>();
 
 /** Starts a bounded prune of expired keys, at most once per interval; never awaited. */
@@ -186,15 +284,9 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
 
     // A record seen as existing can vanish before it is read (released, pruned): claim again.
     for (let attempt = 0; ; attempt += 1) {
-      const claimed = await claimIdempotencyKey(deps.pool, {
-        ...ref,
-        requestHash,
-        attemptId,
-        ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
-        staleAfterSeconds,
-      });
+      const claimed = (await pipeOf(deps.pool, staleAfterSeconds).submit({ claim: { ...ref, requestHash, attemptId } })) as ClaimedKey | undefined;
       if (claimed) {
-        if (claimed.took_over) ctx.state.log?.warn({ endpoint, lockedSince: claimed.created_at }, 'took over a stale in-progress idempotency key');
+        if (claimed.tookOver) ctx.state.log?.warn({ endpoint, firstClaimedAt: claimed.createdAt }, 'took over a stale in-progress idempotency key');
         break;
       }
       const existing = await findIdempotencyKey(deps.pool, ref);
@@ -239,7 +331,7 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
     if (!keeps(ctx.status, state.changed) || body === undefined) return release();
     ctx.body = body;
     try {
-      await completeIdempotencyKey(deps.pool, { ...ref, attemptId, status: ctx.status, body, headers: routeHeaders(headersBefore, ctx) });
+      await pipeOf(deps.pool, staleAfterSeconds).submit({ completion: { ...ref, attemptId, status: ctx.status, body, headers: routeHeaders(headersBefore, ctx) } });
     } catch (err) {
       // The request itself succeeded: answer it. The key goes stale and the next retry
       // runs again, where the deterministic id and the endpoint's own uniqueness hold.

@@ -24,48 +24,132 @@ export interface IdempotencyKeyRef {
   key: string;
 }
 
+/** A request asking to own a key. */
 export interface IdempotencyClaim extends IdempotencyKeyRef {
   requestHash: string;
   attemptId: string;
+}
+
+/** The response of the run that owns a key, to be kept. */
+export interface IdempotencyCompletion extends IdempotencyKeyRef {
+  attemptId: string;
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface IdempotencyTiming {
   ttlSeconds: number;
   /** An in-progress record whose run started this long ago is taken over (crashed run). */
   staleAfterSeconds: number;
 }
 
+export interface ClaimedKey {
+  /** When the record was first created: earlier than now when a stale run was taken over. */
+  createdAt: Date;
+  tookOver: boolean;
+}
+
+export interface IdempotencyBatchResult {
+  /** Claims that won, by attempt id. */
+  claimed: Map<string, ClaimedKey>;
+  /** Completions kept, by attempt id (missing: another run took the key over meanwhile). */
+  kept: Set<string>;
+}
+
 /**
- * Makes the caller the owner of the key, in one statement: a new key is inserted in
- * progress; an expired record is started afresh; an in-progress record of the same
- * request locked more than staleAfterSeconds ago is taken over (took_over true).
- * Anything else (a live record, done or still running) is left alone and undefined is
- * returned: read it with findIdempotencyKey. Concurrent claims of one key serialise on
- * the primary key, so exactly one of them wins.
+ * Claims and completions of many requests in one statement (one round trip, one commit).
+ *
+ * A claim makes its caller the owner of the key: a new key is inserted in progress; an
+ * expired record is started afresh; an in-progress record of the same request locked more
+ * than staleAfterSeconds ago is taken over. Anything else (a live record, done or still
+ * running) is left alone and the claim is absent from `claimed`: read the record with
+ * findIdempotencyKey. Concurrent claims of one key serialise on the primary key, so exactly
+ * one of them wins.
+ *
+ * A completion keeps the response of a run that still owns its key.
+ *
+ * A key may appear at most once in a batch (claims and completions together). Claims are
+ * written in key order; two batches that still lock rows in opposite orders deadlock, and
+ * Postgres aborts one of them with 40P01, which the caller may simply send again.
  */
-export async function claimIdempotencyKey(
+export async function runIdempotencyBatch(
   db: Queryable,
-  claim: IdempotencyClaim,
-): Promise<(IdempotencyRecord & { took_over: boolean }) | undefined> {
-  const { rows } = await db.query<IdempotencyRecord & { took_over: boolean }>(
-    `INSERT INTO idempotency_keys AS k
-            (team_id, endpoint, idempotency_key, request_hash, state, attempt_id, locked_at, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, 'in_progress', $5, now(), now(), now() + make_interval(secs => $6))
-     ON CONFLICT (team_id, endpoint, idempotency_key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash,
-            state = 'in_progress',
-            attempt_id = EXCLUDED.attempt_id,
-            locked_at = now(),
-            created_at = CASE WHEN k.expires_at <= now() THEN now() ELSE k.created_at END,
-            expires_at = CASE WHEN k.expires_at <= now() THEN EXCLUDED.expires_at ELSE k.expires_at END,
-            response_status = NULL,
-            response_body = NULL,
-            response_headers = '{}'::jsonb
-      WHERE k.expires_at <= now()
-         OR (k.state = 'in_progress'
-             AND k.request_hash = EXCLUDED.request_hash
-             AND k.locked_at <= now() - make_interval(secs => $7))
-     RETURNING k.*, (k.created_at <> k.locked_at) AS took_over`,
-    [claim.teamId, claim.endpoint, claim.key, claim.requestHash, claim.attemptId, claim.ttlSeconds, claim.staleAfterSeconds],
-  );
-  return rows[0];
+  batch: { claims: IdempotencyClaim[]; completions: IdempotencyCompletion[] },
+  timing: IdempotencyTiming,
+): Promise<IdempotencyBatchResult> {
+  const { claims, completions } = batch;
+  const { rows } = await db.query<{ claim: boolean; attempt_id: string; created_at: Date | null; took_over: boolean | null }>({
+    name: 'idempotency-batch',
+    text: `WITH kept AS (
+       UPDATE idempotency_keys k
+          SET state = 'done', response_status = c.status, response_body = c.body, response_headers = c.headers
+         FROM unnest($8::uuid[], $9::text[], $10::text[], $11::uuid[], $12::int[], $13::text[], $14::jsonb[])
+              AS c (team_id, endpoint, idempotency_key, attempt_id, status, body, headers)
+        WHERE k.team_id = c.team_id AND k.endpoint = c.endpoint AND k.idempotency_key = c.idempotency_key
+          AND k.attempt_id = c.attempt_id AND k.state = 'in_progress'
+       RETURNING k.attempt_id
+     ), claimed AS (
+       INSERT INTO idempotency_keys AS k
+              (team_id, endpoint, idempotency_key, request_hash, state, attempt_id, locked_at, created_at, expires_at)
+       SELECT c.team_id, c.endpoint, c.idempotency_key, c.request_hash, 'in_progress', c.attempt_id, now(), now(), now() + make_interval(secs => $6)
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[])
+              AS c (team_id, endpoint, idempotency_key, request_hash, attempt_id)
+        ORDER BY c.team_id, c.endpoint, c.idempotency_key
+       ON CONFLICT (team_id, endpoint, idempotency_key) DO UPDATE
+          SET request_hash = EXCLUDED.request_hash,
+              state = 'in_progress',
+              attempt_id = EXCLUDED.attempt_id,
+              locked_at = now(),
+              created_at = CASE WHEN k.expires_at <= now() THEN now() ELSE k.created_at END,
+              expires_at = CASE WHEN k.expires_at <= now() THEN EXCLUDED.expires_at ELSE k.expires_at END,
+              response_status = NULL,
+              response_body = NULL,
+              response_headers = '{}'::jsonb
+        WHERE k.expires_at <= now()
+           OR (k.state = 'in_progress'
+               AND k.request_hash = EXCLUDED.request_hash
+               AND k.locked_at <= now() - make_interval(secs => $7))
+       RETURNING k.attempt_id, k.created_at, (k.created_at <> k.locked_at) AS took_over
+     )
+     SELECT true AS claim, attempt_id, created_at, took_over FROM claimed
+     UNION ALL
+     SELECT false, attempt_id, NULL, NULL FROM kept`,
+    values: [
+      claims.map((c) => c.teamId),
+      claims.map((c) => c.endpoint),
+      claims.map((c) => c.key),
+      claims.map((c) => c.requestHash),
+      claims.map((c) => c.attemptId),
+      timing.ttlSeconds,
+      timing.staleAfterSeconds,
+      completions.map((c) => c.teamId),
+      completions.map((c) => c.endpoint),
+      completions.map((c) => c.key),
+      completions.map((c) => c.attemptId),
+      completions.map((c) => c.status),
+      completions.map((c) => c.body),
+      completions.map((c) => JSON.stringify(c.headers)),
+    ],
+  });
+  const result: IdempotencyBatchResult = { claimed: new Map(), kept: new Set() };
+  for (const row of rows) {
+    if (row.claim) result.claimed.set(row.attempt_id, { createdAt: row.created_at!, tookOver: row.took_over! });
+    else result.kept.add(row.attempt_id);
+  }
+  return result;
+}
+
+/** One claim on its own (see runIdempotencyBatch): undefined when a live record exists. */
+export async function claimIdempotencyKey(db: Queryable, claim: IdempotencyClaim & IdempotencyTiming): Promise<ClaimedKey | undefined> {
+  return (await runIdempotencyBatch(db, { claims: [claim], completions: [] }, claim)).claimed.get(claim.attemptId);
+}
+
+/** One completion on its own: false when another run took the key over meanwhile. */
+export async function completeIdempotencyKey(db: Queryable, completion: IdempotencyCompletion): Promise<boolean> {
+  // The timing only matters to claims; this batch has none.
+  const timing = { ttlSeconds: 0, staleAfterSeconds: 0 };
+  return (await runIdempotencyBatch(db, { claims: [], completions: [completion] }, timing)).kept.has(completion.attemptId);
 }
 
 /** The unexpired record of a key, if any. */
@@ -76,23 +160,6 @@ export async function findIdempotencyKey(db: Queryable, ref: IdempotencyKeyRef):
     [ref.teamId, ref.endpoint, ref.key],
   );
   return rows[0];
-}
-
-/**
- * Keeps the response of the run that still owns the key. False when another run took
- * the key over meanwhile (its response is the one kept).
- */
-export async function completeIdempotencyKey(
-  db: Queryable,
-  ref: IdempotencyKeyRef & { attemptId: string; status: number; body: string; headers: Record<string, string> },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE idempotency_keys
-        SET state = 'done', response_status = $5, response_body = $6, response_headers = $7::jsonb
-      WHERE team_id = $1 AND endpoint = $2 AND idempotency_key = $3 AND attempt_id = $4 AND state = 'in_progress'`,
-    [ref.teamId, ref.endpoint, ref.key, ref.attemptId, ref.status, ref.body, JSON.stringify(ref.headers)],
-  );
-  return (rowCount ?? 0) > 0;
 }
 
 /** Forgets a key whose request is not kept (400, 401, 403, 429, most 5xx), if this run still owns it. */

@@ -62,8 +62,8 @@ export interface PreAuthRequest {
   /** "METHOD /route/:template" (endpointKey of src/api/route.ts). */
   endpoint: string;
   ip: string;
-  /** The bearer token as sent, when the Authorization header carries one. */
-  token?: string;
+  /** tokenHash() of the bearer token, when the Authorization header carries one. */
+  tokenHash?: string;
 }
 
 /**
@@ -78,8 +78,8 @@ export function preAuthBuckets(limits: BucketLimits, req: PreAuthRequest): Bucke
   if (req.auth === 'hookToken') return [ip, { name: 'ipWebhook', key: `hook:${req.ip}`, limit: limits.ipWebhook }];
   const buckets: BucketCheck[] = [ip, { name: 'ipEndpoint', key: `ipe:${req.ip}:${req.endpoint}`, limit: limits.ipEndpoint }];
   if (isWriteMethod(req.method)) buckets.push({ name: 'ipEndpointWrite', key: `ipew:${req.ip}:${req.endpoint}`, limit: limits.ipEndpointWrite });
-  if (req.auth === 'apiKey' && req.token) {
-    buckets.push({ name: 'tokenEndpoint', key: `tok:${tokenHash(req.token)}:${req.endpoint}`, limit: limits.tokenEndpoint });
+  if (req.auth === 'apiKey' && req.tokenHash) {
+    buckets.push({ name: 'tokenEndpoint', key: `tok:${req.tokenHash}:${req.endpoint}`, limit: limits.tokenEndpoint });
   }
   return buckets;
 }

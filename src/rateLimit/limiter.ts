@@ -3,9 +3,10 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { bucketLimits, type BucketLimits } from './buckets.js';
+import { IdentityCache } from './identityCache.js';
 import { MemoryRateLimitStore } from './memoryStore.js';
 import { RedisRateLimitStore } from './redisStore.js';
-import type { Clock, ConsumeRequest, ConsumeResult } from './store.js';
+import type { Clock, ConsumeRequest, ConsumeResult, Reservation } from './store.js';
 
 export interface RateLimiterOptions {
   logger: Logger;
@@ -32,6 +33,8 @@ export interface RateLimiterOptions {
 export class RateLimiter {
   readonly limits: BucketLimits;
   readonly enabled: boolean;
+  /** Tokens known to authenticate, so their request's buckets go in one round trip. */
+  readonly identities = new IdentityCache();
   private readonly memory: MemoryRateLimitStore;
   private readonly redisStore?: RedisRateLimitStore;
   private fallbackSince: number | undefined;
@@ -82,6 +85,17 @@ export class RateLimiter {
     } catch (err) {
       this.enterFallback((err as Error).message);
       return this.memory.consumeNow(request);
+    }
+  }
+
+  /** Takes back what an admitted check added (best effort: entries leave with their window anyway). */
+  async release(reservation: Reservation): Promise<void> {
+    this.memory.releaseNow(reservation);
+    if (!this.redisStore || this.store !== 'redis') return;
+    try {
+      await withTimeout(this.redisStore.release(reservation), this.opts.redisTimeoutMs);
+    } catch (err) {
+      this.enterFallback((err as Error).message);
     }
   }
 

@@ -1,5 +1,5 @@
 import { RATE_LIMIT_WINDOW_MS } from './buckets.js';
-import type { Clock, ConsumeRequest, ConsumeResult, RateLimitStore } from './store.js';
+import type { Clock, ConsumeRequest, ConsumeResult, RateLimitStore, Reservation } from './store.js';
 
 /** One bucket's log: entry times in ascending order and the request each belongs to. */
 interface Log {
@@ -45,7 +45,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       }
     }
     if (rejected) {
-      if (release) for (const key of release.keys) this.remove(key, release.member);
+      if (release) this.releaseNow(release);
       return { allowed: false, bucket: buckets[rejected.index], retryAfterMs: rejected.wait };
     }
     for (const { key } of buckets) this.add(key, now, member);
@@ -54,6 +54,14 @@ export class MemoryRateLimitStore implements RateLimitStore {
       remaining: buckets.map((b, i) => b.limit - counts[i] - 1),
       reservation: { keys: buckets.map((b) => b.key), member },
     };
+  }
+
+  async release(reservation: Reservation): Promise<void> {
+    this.releaseNow(reservation);
+  }
+
+  releaseNow({ keys, member }: Reservation): void {
+    for (const key of keys) this.remove(key, member);
   }
 
   /** Buckets currently held (for tests of the memory bound). */

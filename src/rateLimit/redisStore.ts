@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { RATE_LIMIT_WINDOW_MS } from './buckets.js';
-import type { Clock, ConsumeRequest, ConsumeResult, RateLimitStore } from './store.js';
+import type { Clock, ConsumeRequest, ConsumeResult, RateLimitStore, Reservation } from './store.js';
 
 // Why not rate-limiter-flexible: its Redis and memory limiters count in fixed windows (one
 // counter with a TTL: INCR + PEXPIRE), which reset at once when the TTL lapses, so a client
@@ -84,8 +84,20 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.command = command.bind(redis);
   }
 
+  private get prefix(): string {
+    return this.opts.keyPrefix ?? 'rl:';
+  }
+
+  async release({ keys, member }: Reservation): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) pipeline.zrem(this.prefix + key, member);
+    const results = await pipeline.exec();
+    const failed = results?.find(([err]) => err);
+    if (failed) throw failed[0];
+  }
+
   async consume({ buckets, member, release }: ConsumeRequest): Promise<ConsumeResult> {
-    const prefix = this.opts.keyPrefix ?? 'rl:';
+    const prefix = this.prefix;
     const keys = buckets.map((b) => prefix + b.key);
     const releaseKeys = release ? release.keys.map((k) => prefix + k) : [];
     const reply = await this.command(

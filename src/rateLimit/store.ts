@@ -41,6 +41,8 @@ export type ConsumeResult =
  */
 export interface RateLimitStore {
   consume(request: ConsumeRequest): Promise<ConsumeResult>;
+  /** Takes a reservation's entries back out of its buckets. */
+  release(reservation: Reservation): Promise<void>;
 }
 
 /** Retry-After in whole seconds, rounded up, at least 1 (api-v1.md). */

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Redis } from 'ioredis';
 import { healthRoutes } from '../../src/api/health/routes.js';
 import { openApiPath, type RouteDefinition } from '../../src/api/route.js';
+import { revokeApiKey } from '../../src/db/repositories/apiKeys.js';
 import { openRedis } from '../../src/infrastructure.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createTestTeam, testConfig, testPool, type TestTeam } from '../support/app.js';
@@ -233,6 +234,53 @@ for (const store of ['redis', 'memory'] as const) {
         assert.equal(ok.status, 200);
         assert.equal(ok.headers.get('x-ratelimit-remaining'), '0', 'key bucket: 2 - 2');
         assertRejected(await local.request('GET', '/api/v1/test-rl/items-2/x', { ip: freshIp(), key: teams[2].apiKey }), 2);
+      } finally {
+        await local.close();
+      }
+    });
+
+    test('a key that authenticated before: each request counts in every bucket; if authentication then fails, only in the pre-authentication ones', async () => {
+      const local = await startLimitedApi({
+        routes,
+        redis: store === 'redis' ? redis : undefined,
+        clock,
+        config: { RATE_LIMIT_PER_TEAM: '4', RATE_LIMIT_PER_TOKEN_ENDPOINT: '7', RATE_LIMIT_PER_KEY: '3' },
+      });
+      try {
+        const team = await createTestTeam(pool);
+        const second = await addKey(pool, team.teamId);
+        const get = (key: string) => local.request('GET', '/api/v1/test-rl/items-1/x', { ip: freshIp(), key });
+        await expectAll(2, 200, () => get(team.apiKey)); // known from the first on
+        await revokeApiKey(pool, team.keyId);
+        await expectAll(3, 403, () => get(team.apiKey));
+        // The 403s counted in the token bucket (2 + 3 + 2 = 7)...
+        await expectAll(2, 403, () => get(team.apiKey));
+        assertRejected(await get(team.apiKey), 7);
+        // ...but not in the team bucket: 2 of 4 used, 2 left for the other key.
+        await expectAll(2, 200, () => get(second.apiKey));
+        assertRejected(await get(second.apiKey), 4);
+
+        // A revoked key whose key bucket is full answers 403: authentication decides, not the stale bucket.
+        const other = await createTestTeam(pool);
+        await expectAll(3, 200, () => get(other.apiKey));
+        assertRejected(await get(other.apiKey), 3);
+        await revokeApiKey(pool, other.keyId);
+        assert.equal((await get(other.apiKey)).status, 403);
+      } finally {
+        await local.close();
+      }
+    });
+
+    test('a known key over a pre-authentication limit answers 429 even once revoked, as the sequential order would', async () => {
+      const local = await startLimitedApi({ routes, redis: store === 'redis' ? redis : undefined, clock, config: { RATE_LIMIT_PER_TOKEN_ENDPOINT: '2' } });
+      try {
+        const team = await createTestTeam(pool);
+        const get = () => local.request('GET', '/api/v1/test-rl/items-1/x', { ip: freshIp(), key: team.apiKey });
+        await expectAll(2, 200, get);
+        await revokeApiKey(pool, team.keyId);
+        assertRejected(await get(), 2);
+        assertRejected(await get(), 2);
+        assert.equal((await local.request('GET', '/api/v1/test-rl/items-2/x', { ip: freshIp(), key: team.apiKey })).status, 403);
       } finally {
         await local.close();
       }

@@ -15,7 +15,7 @@ import { healthRoutes } from '../../src/api/health/routes.js';
 import type { RouteDefinition } from '../../src/api/route.js';
 import { openRedis } from '../../src/infrastructure.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { testConfig, testPool } from '../support/app.js';
+import { createTestTeam, testConfig, testPool } from '../support/app.js';
 import { freshIp, startLimitedApi, testRoute, TestClock } from './rateLimitHelpers.js';
 
 const routes: RouteDefinition[] = [
@@ -150,6 +150,34 @@ describe('two API instances over one Redis', () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+
+  test('a key that authenticated before costs one Redis round trip per request; an unknown or invalid one two or one', async () => {
+    const routesWithKey = [testRoute('get', '/api/v1/test-rl/items/{id}', 'apiKey')];
+    const api = await startLimitedApi({ routes: routesWithKey, redis: redisA });
+    const stats = new Redis(testConfig().REDIS_URL!);
+    const calls = async () => {
+      const line = (await stats.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha:'));
+      return Number(/calls=(\d+)/.exec(line ?? '')?.[1] ?? 0);
+    };
+    try {
+      const team = await createTestTeam(await testPool());
+      const send = (key: string) => api.request('GET', '/api/v1/test-rl/items/1', { ip: freshIp(), key });
+      assert.equal((await send(team.apiKey)).status, 200); // loads the script, learns the key
+      let before = await calls();
+      assert.equal((await send(team.apiKey)).status, 200);
+      assert.equal((await calls()) - before, 1, 'known key: one script call');
+      const fresh = await createTestTeam(await testPool());
+      before = await calls();
+      assert.equal((await send(fresh.apiKey)).status, 200);
+      assert.equal((await calls()) - before, 2, 'first request of a key: before and after authentication');
+      before = await calls();
+      assert.equal((await send('vk_nope_secret')).status, 401);
+      assert.equal((await calls()) - before, 1, 'invalid key: the pre-authentication check only');
+    } finally {
+      stats.disconnect();
+      await api.close();
     }
   });
 

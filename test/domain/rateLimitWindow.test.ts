@@ -48,7 +48,7 @@ describe('bucket definitions', () => {
   ];
   for (const c of cases) {
     test(`${c.title} meets ${c.expected.join(', ') || 'no'} pre-authentication buckets`, () => {
-      const buckets = preAuthBuckets(limits, { auth: c.auth, method: c.method, endpoint: `${c.method.toUpperCase()} /api/v1/x/:id`, ip: base.ip, token: c.token });
+      const buckets = preAuthBuckets(limits, { auth: c.auth, method: c.method, endpoint: `${c.method.toUpperCase()} /api/v1/x/:id`, ip: base.ip, tokenHash: c.token && tokenHash(c.token) });
       assert.deepEqual(names(buckets), c.expected);
     });
   }
@@ -59,8 +59,8 @@ describe('bucket definitions', () => {
   });
 
   test('the same endpoint shares a bucket across IPs only in the token bucket, which never holds the token itself', () => {
-    const a = preAuthBuckets(limits, { auth: 'apiKey', method: 'get', endpoint: 'GET /a', ip: '192.0.2.1', token: base.token });
-    const b = preAuthBuckets(limits, { auth: 'apiKey', method: 'get', endpoint: 'GET /a', ip: '192.0.2.2', token: base.token });
+    const a = preAuthBuckets(limits, { auth: 'apiKey', method: 'get', endpoint: 'GET /a', ip: '192.0.2.1', tokenHash: tokenHash(base.token) });
+    const b = preAuthBuckets(limits, { auth: 'apiKey', method: 'get', endpoint: 'GET /a', ip: '192.0.2.2', tokenHash: tokenHash(base.token) });
     assert.equal(a.find((x) => x.name === 'tokenEndpoint')!.key, b.find((x) => x.name === 'tokenEndpoint')!.key);
     assert.notEqual(a.find((x) => x.name === 'ipEndpoint')!.key, b.find((x) => x.name === 'ipEndpoint')!.key);
     assert.ok(!a.some((x) => x.key.includes(base.token)));

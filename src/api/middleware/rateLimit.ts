@@ -2,7 +2,8 @@ import { isIP } from 'node:net';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context, Middleware } from 'koa';
 import type { ZodType } from 'zod';
-import { postAuthBuckets, preAuthBuckets, type BucketCheck, type LimitedAuth } from '../../rateLimit/buckets.js';
+import { postAuthBuckets, preAuthBuckets, tokenHash, type BucketCheck, type LimitedAuth } from '../../rateLimit/buckets.js';
+import type { Identity } from '../../rateLimit/identityCache.js';
 import type { RateLimiter } from '../../rateLimit/limiter.js';
 import { retryAfterSeconds, type ConsumeResult, type Reservation } from '../../rateLimit/store.js';
 import type { AppDeps } from '../deps.js';
@@ -17,8 +18,20 @@ export interface LimitedRoute {
   endpoint: string;
 }
 
+/** The one check of a request whose token is known, running while authentication does. */
+interface CombinedCheck {
+  identity: Identity;
+  member: string;
+  pre: BucketCheck[];
+  post: BucketCheck[];
+  result: Promise<ConsumeResult>;
+}
+
 interface RateLimitState {
-  reservation?: Reservation;
+  /** This request's entries in the pre-authentication buckets. */
+  pre?: Reservation;
+  tokenHash?: string;
+  combined?: CombinedCheck;
   tightest?: { limit: number; remaining: number };
 }
 
@@ -51,10 +64,10 @@ function limiterOf(deps: AppDeps): RateLimiter {
 }
 
 /**
- * Either records the admitted check (and the successful-response headers: limit and
- * remaining of the tightest bucket met so far) or throws the spec's 429.
+ * Throws the spec's 429, or sets the successful-response headers: limit and remaining of the
+ * tightest bucket met so far (fewest remaining; of equals, the smaller limit).
  */
-function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): void {
+function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): Reservation {
   if (!result.allowed) {
     throw tooManyRequests('Rate limit exceeded', {}, {
       'Retry-After': String(retryAfterSeconds(result.retryAfterMs)),
@@ -63,7 +76,6 @@ function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): voi
     });
   }
   const state: RateLimitState = (ctx.state.rateLimit ??= {});
-  state.reservation = result.reservation;
   buckets.forEach((bucket, i) => {
     const remaining = result.remaining[i];
     const t = state.tightest;
@@ -71,25 +83,66 @@ function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): voi
       state.tightest = { limit: bucket.limit, remaining };
     }
   });
-  if (state.tightest) {
-    ctx.set('X-RateLimit-Limit', String(state.tightest.limit));
-    ctx.set('X-RateLimit-Remaining', String(state.tightest.remaining));
-  }
+  ctx.set('X-RateLimit-Limit', String(state.tightest!.limit));
+  ctx.set('X-RateLimit-Remaining', String(state.tightest!.remaining));
+  return result.reservation;
+}
+
+const keysOf = (buckets: BucketCheck[]) => buckets.map((b) => b.key);
+
+/** The pre-authentication part of an admitted combined result (for a request that failed authentication). */
+function preOnly(check: CombinedCheck, result: ConsumeResult): ConsumeResult {
+  return result.allowed ? { ...result, remaining: result.remaining.slice(0, check.pre.length) } : result;
 }
 
 /**
  * The pre-authentication buckets (per IP, IP and endpoint, IP and endpoint writes, token and
  * endpoint, IP webhook). A request they admit stays counted even if authentication fails.
  * Nothing for the internal media-edge API, nor when RATE_LIMITS_ENABLED is false.
+ *
+ * A bearer token that authenticated before is known with its key and team: then its pre-
+ * and post-authentication buckets are checked in one script call that runs while
+ * authentication does, and the outcome is settled exactly as in the sequential order:
+ * a full pre-authentication bucket answers 429 whatever authentication says; should
+ * authentication fail (a revoked key), the post-authentication entries are taken back, or,
+ * if a post-authentication bucket had rejected the combined check, the request is counted
+ * in the pre-authentication buckets alone. Unknown and invalid tokens are checked first and
+ * only reach authentication once admitted.
  */
 export function rateLimitBeforeAuth(route: LimitedRoute, deps: AppDeps): Middleware[] {
   const limiter = limiterOf(deps);
   if (!limiter.enabled || route.auth === 'mediaEdge') return [];
   return [
     async (ctx, next) => {
-      const buckets = preAuthBuckets(limiter.limits, { ...route, ip: clientIp(ctx), token: bearerTokenOf(ctx) });
-      if (buckets.length > 0) admit(ctx, buckets, await limiter.consume({ buckets, member: limiter.newMember() }));
-      return next();
+      const token = route.auth === 'apiKey' ? bearerTokenOf(ctx) : undefined;
+      const hash = token ? tokenHash(token) : undefined;
+      const pre = preAuthBuckets(limiter.limits, { ...route, ip: clientIp(ctx), tokenHash: hash });
+      const state: RateLimitState = (ctx.state.rateLimit = { tokenHash: hash });
+      const member = limiter.newMember();
+      const identity = hash ? limiter.identities.get(hash) : undefined;
+      if (!identity) {
+        state.pre = admit(ctx, pre, await limiter.consume({ buckets: pre, member }));
+        return next();
+      }
+      const post = postAuthBuckets(limiter.limits, { method: route.method, ...identity });
+      const check: CombinedCheck = { identity, member, pre, post, result: limiter.consume({ buckets: [...pre, ...post], member }) };
+      state.combined = check;
+      try {
+        return await next();
+      } catch (err) {
+        // Failures after authentication were settled by rateLimitAfterAuth.
+        if (ctx.state.auth) throw err;
+        limiter.identities.delete(hash!);
+        const result = await check.result;
+        if (result.allowed) {
+          admit(ctx, pre, preOnly(check, result));
+          await limiter.release({ keys: keysOf(post), member });
+        } else {
+          // Counted nowhere yet: count it as the unauthenticated request it is (429 if a pre-authentication bucket is full).
+          state.pre = admit(ctx, pre, await limiter.consume({ buckets: pre, member }));
+        }
+        throw err;
+      }
     },
   ];
 }
@@ -105,9 +158,26 @@ export function rateLimitAfterAuth(route: LimitedRoute, deps: AppDeps): Middlewa
   return [
     async (ctx, next) => {
       const auth = ctx.state.auth as AuthContext;
+      const state: RateLimitState = (ctx.state.rateLimit ??= {});
+      const check = state.combined;
+      if (check) {
+        const result = await check.result;
+        if (check.identity.keyId === auth.keyId && check.identity.teamId === auth.teamId) {
+          admit(ctx, [...check.pre, ...check.post], result);
+          return next();
+        }
+        // Not the key the token was known as (cannot happen while keys keep their team): recount.
+        if (result.allowed) {
+          await limiter.release({ keys: keysOf(check.post), member: check.member });
+          state.pre = { keys: keysOf(check.pre), member: check.member };
+        } else {
+          state.pre = admit(ctx, check.pre, await limiter.consume({ buckets: check.pre, member: check.member }));
+        }
+      }
       const buckets = postAuthBuckets(limiter.limits, { method: route.method, keyId: auth.keyId, teamId: auth.teamId });
-      const pre = (ctx.state.rateLimit as RateLimitState | undefined)?.reservation;
+      const pre = state.pre;
       admit(ctx, buckets, await limiter.consume({ buckets, member: pre?.member ?? limiter.newMember(), release: pre }));
+      if (state.tokenHash) limiter.identities.set(state.tokenHash, { keyId: auth.keyId, teamId: auth.teamId });
       return next();
     },
   ];

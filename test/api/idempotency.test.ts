@@ -411,25 +411,43 @@ describe('the Idempotency-Key header', () => {
 });
 
 describe('deterministic resource ids', () => {
-  test('the id given to the handler is derived from team, route and key, and differs per purpose', async () => {
+  const endpoint = 'POST /api/v1/test-idempotent-create';
+  const recordCreatedAt = async (key: string, who: TestTeam = team) => (await findIdempotencyKey(app.pool, { teamId: who.teamId, endpoint, key }))!.created_at;
+
+  test('the id given to the handler is derived from team, route, key and the record, and differs per purpose', async () => {
     const name = uniqueName('ids');
     const key = randomUUID();
     const res = await create({ name }, key);
-    const ref = { teamId: team.teamId, endpoint: 'POST /api/v1/test-idempotent-create', key };
-    assert.equal(res.json.thing_id, deriveIdempotentId(ref));
-    assert.equal(res.json.second_id, deriveIdempotentId(ref, 'second'));
+    const ref = { teamId: team.teamId, endpoint, key };
+    const createdAt = await recordCreatedAt(key);
+    assert.equal(res.json.thing_id, deriveIdempotentId(ref, createdAt));
+    assert.equal(res.json.second_id, deriveIdempotentId(ref, createdAt, 'second'));
     assert.notEqual(res.json.thing_id, res.json.second_id);
     assert.match(res.json.thing_id, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.ok(z.uuid().safeParse(res.json.thing_id).success);
   });
 
-  test('a retry after a released failure gets the same id', async () => {
+  test('a retry after a released failure gets the same id, even with a corrected body', async () => {
     const name = uniqueName('same-id');
     const key = randomUUID();
     next.set(name, 'server');
-    assert.equal((await create({ name }, key)).status, 500);
-    const retry = await create({ name }, key);
-    assert.equal(retry.json.thing_id, deriveIdempotentId({ teamId: team.teamId, endpoint: 'POST /api/v1/test-idempotent-create', key }));
+    const failed = await create({ name, size: 1 }, key);
+    assert.equal(failed.status, 500);
+    assert.equal((await findIdempotencyKey(app.pool, { teamId: team.teamId, endpoint, key }))?.state, 'released');
+    const retry = await create({ name, size: 2 }, key);
+    assert.equal(retry.status, 201);
+    assert.equal(retry.json.thing_id, deriveIdempotentId({ teamId: team.teamId, endpoint, key }, await recordCreatedAt(key)));
+    assert.equal(runs.get(name), 2);
+  });
+
+  test('a key reused after its record expired gets a new id', async () => {
+    const name = uniqueName('expired-id');
+    const key = randomUUID();
+    const first = await create({ name }, key);
+    await app.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE team_id = $1 AND idempotency_key = $2`, [team.teamId, key]);
+    const second = await create({ name }, key);
+    assert.equal(second.status, 201);
+    assert.notEqual(second.json.thing_id, first.json.thing_id);
   });
 });
 
@@ -469,7 +487,7 @@ describe('a crash between running the request and keeping its response', () => {
       ttlSeconds: 86_400,
       staleAfterSeconds: 1,
     });
-    assert.equal(claimed?.tookOver, false);
+    assert.equal(claimed?.reclaimed, false);
     assert.equal((await findIdempotencyKey(app.pool, { teamId: team.teamId, endpoint: 'POST /api/v1/test-idempotent-create', key }))?.state, 'in_progress');
     const soon = await create(body, key, { api: staleApp });
     assert.equal(soon.status, 409, 'not stale yet');

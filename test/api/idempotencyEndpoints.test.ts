@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { deriveIdempotentId, requestFingerprint } from '../../src/api/middleware/idempotency.js';
 import { allRoutes } from '../../src/api/routes.js';
-import { claimIdempotencyKey } from '../../src/db/repositories/idempotency.js';
+import { claimIdempotencyKey, findIdempotencyKey } from '../../src/db/repositories/idempotency.js';
 import { scheduleCall } from '../../src/services/calls.js';
 import { createTestTeam, startTestApi, type TestApi, type TestResponse, type TestTeam } from '../support/app.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
@@ -126,7 +126,8 @@ describe('create-phone-call with an Idempotency-Key', () => {
     }
     assert.equal(await countCalls(raceTeam.teamId), 1);
     const callId = originals[0].json.call_id;
-    assert.equal(callId, deriveIdempotentId({ teamId: raceTeam.teamId, endpoint: 'POST /api/v1/create-phone-call', key }));
+    const ref = { teamId: raceTeam.teamId, endpoint: 'POST /api/v1/create-phone-call', key };
+    assert.equal(callId, deriveIdempotentId(ref, (await findIdempotencyKey(app.pool, ref))!.created_at));
     const description = await env.client.workflow.getHandle(`call-${callId}`).describe();
     assert.equal(description.workflowId, `call-${callId}`);
   });
@@ -146,7 +147,7 @@ describe('create-phone-call with an Idempotency-Key', () => {
     const key = randomUUID();
     const body = callBody(who, freshPhone());
     const endpoint = 'POST /api/v1/create-phone-call';
-    await claimIdempotencyKey(app.pool, {
+    const claimed = await claimIdempotencyKey(app.pool, {
       teamId: who.teamId,
       endpoint,
       key,
@@ -160,14 +161,14 @@ describe('create-phone-call with an Idempotency-Key', () => {
     const ref = { teamId: who.teamId, endpoint, key };
     await scheduleCall(
       { pool: app.pool, temporal: env.client, config: app.config },
-      { teamId: who.teamId, fromNumber: body.from_number, scriptId: body.script_id, contact: body.contact, callId: deriveIdempotentId(ref), type: 'outbound' },
+      { teamId: who.teamId, fromNumber: body.from_number, scriptId: body.script_id, contact: body.contact, callId: deriveIdempotentId(ref, claimed!.createdAt), type: 'outbound' },
     );
     assert.equal((await post(staleApp, '/api/v1/create-phone-call', body, key, who)).status, 409, 'still in progress');
     await new Promise((r) => setTimeout(r, 1100));
     const takeover = await post(staleApp, '/api/v1/create-phone-call', body, key, who);
     assert.equal(takeover.status, 201);
     assert.equal(takeover.headers.get('idempotent-replayed'), null, 'ran again');
-    assert.equal(takeover.json.call_id, deriveIdempotentId(ref));
+    assert.equal(takeover.json.call_id, deriveIdempotentId(ref, claimed!.createdAt));
     assert.equal(await countCalls(who.teamId), 1);
   });
 });

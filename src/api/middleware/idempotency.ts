@@ -44,6 +44,7 @@ const UNKEPT_HEADERS = new Set(['content-length', 'x-request-id', IDEMPOTENT_REP
 /** What the middleware keeps on ctx.state.idempotency while it owns a key. */
 export interface IdempotencyState extends IdempotencyKeyRef {
   attemptId: string;
+  recordCreatedAt: Date;
   /** Set by markChanged(): a 5xx after a durable change is kept, not released. */
   changed: boolean;
 }
@@ -54,14 +55,16 @@ export function idempotencyApplies(route: Pick<RouteDefinition, 'auth' | 'method
 }
 
 /**
- * A UUID (version-8 shape) derived from team, endpoint and key (and an optional purpose,
- * for a second resource of the same request): every retry with the same key gets the
- * same id, so a create that crashed half-way cannot create a second resource or start a
- * second workflow.
+ * A UUID (version-8 shape) derived from team, endpoint, key and the creation time of the
+ * key's record (and an optional purpose, for a second resource of the same request). Every
+ * run under one record gets the same id: a retry after a released failure, and the
+ * take-over of a crashed run, so a create that died half-way cannot create a second
+ * resource or start a second workflow. A key reused after its record expired gets a new
+ * record, hence a new id.
  */
-export function deriveIdempotentId(ref: IdempotencyKeyRef, purpose?: string): string {
+export function deriveIdempotentId(ref: IdempotencyKeyRef, recordCreatedAt: Date, purpose?: string): string {
   const digest = createHash('sha256')
-    .update(JSON.stringify(['idempotency', ref.teamId, ref.endpoint, ref.key, purpose ?? null]))
+    .update(JSON.stringify(['idempotency', ref.teamId, ref.endpoint, ref.key, recordCreatedAt.getTime(), purpose ?? null]))
     .digest();
   digest[6] = (digest[6] & 0x0f) | 0x80;
   digest[8] = (digest[8] & 0x3f) | 0x80;
@@ -77,7 +80,7 @@ export function deriveIdempotentId(ref: IdempotencyKeyRef, purpose?: string): st
 export function idempotentId(ctx: Context, purpose?: string): string | undefined {
   const state = ctx.state.idempotency as IdempotencyState | undefined;
   if (!state) return undefined;
-  return purpose === undefined ? (ctx.state.idempotentId as string) : deriveIdempotentId(state, purpose);
+  return purpose === undefined ? (ctx.state.idempotentId as string) : deriveIdempotentId(state, state.recordCreatedAt, purpose);
 }
 
 /**
@@ -282,25 +285,24 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
     const attemptId = randomUUID();
     maybePrune(deps);
 
-    // A record seen as existing can vanish before it is read (released, pruned): claim again.
-    for (let attempt = 0; ; attempt += 1) {
-      const claimed = (await pipeOf(deps.pool, staleAfterSeconds).submit({ claim: { ...ref, requestHash, attemptId } })) as ClaimedKey | undefined;
-      if (claimed) {
-        if (claimed.tookOver) ctx.state.log?.warn({ endpoint, firstClaimedAt: claimed.createdAt }, 'took over a stale in-progress idempotency key');
-        break;
-      }
+    // A record seen as existing can vanish or be released before it is read: claim again.
+    let claimed: ClaimedKey | undefined;
+    for (let attempt = 0; !claimed; attempt += 1) {
+      claimed = (await pipeOf(deps.pool, staleAfterSeconds).submit({ claim: { ...ref, requestHash, attemptId } })) as ClaimedKey | undefined;
+      if (claimed) break;
       const existing = await findIdempotencyKey(deps.pool, ref);
-      if (existing) {
+      if (existing && existing.state !== 'released') {
         if (existing.request_hash !== requestHash) throw unprocessable(DIFFERENT_BODY_MESSAGE);
         if (existing.state === 'in_progress') throw conflict(IN_PROGRESS_MESSAGE);
         return replay(ctx, existing);
       }
       if (attempt >= 2) throw conflict(IN_PROGRESS_MESSAGE);
     }
+    if (claimed.reclaimed) ctx.state.log?.info({ endpoint, recordCreatedAt: claimed.createdAt }, 'claimed an idempotency key again (its earlier run was released or went stale)');
 
-    const state: IdempotencyState = { ...ref, attemptId, changed: false };
+    const state: IdempotencyState = { ...ref, attemptId, recordCreatedAt: claimed.createdAt, changed: false };
     ctx.state.idempotency = state;
-    ctx.state.idempotentId = deriveIdempotentId(ref);
+    ctx.state.idempotentId = deriveIdempotentId(ref, claimed.createdAt);
     const release = async () => {
       try {
         await releaseIdempotencyKey(deps.pool, { ...ref, attemptId });

@@ -7,7 +7,8 @@ export interface IdempotencyRecord {
   idempotency_key: string;
   /** sha256 of the canonical request (path parameters, query, parsed body). */
   request_hash: string;
-  state: 'in_progress' | 'done';
+  /** released: the answer was not kept; the next request with the key claims it again. */
+  state: 'in_progress' | 'done' | 'released';
   /** The run that owns an in-progress record; only it may complete or release it. */
   attempt_id: string;
   locked_at: Date;
@@ -45,9 +46,14 @@ export interface IdempotencyTiming {
 }
 
 export interface ClaimedKey {
-  /** When the record was first created: earlier than now when a stale run was taken over. */
+  /**
+   * When the record was created: kept when a released or stale record is claimed again,
+   * new when the key is new or its record had expired. The request's deterministic
+   * resource id is derived from it.
+   */
   createdAt: Date;
-  tookOver: boolean;
+  /** An existing record was claimed again (its run released the key, or went stale). */
+  reclaimed: boolean;
 }
 
 export interface IdempotencyBatchResult {
@@ -61,9 +67,9 @@ export interface IdempotencyBatchResult {
  * Claims and completions of many requests in one statement (one round trip, one commit).
  *
  * A claim makes its caller the owner of the key: a new key is inserted in progress; an
- * expired record is started afresh; an in-progress record of the same request locked more
- * than staleAfterSeconds ago is taken over. Anything else (a live record, done or still
- * running) is left alone and the claim is absent from `claimed`: read the record with
+ * expired record is started afresh; a released record, or an in-progress record of the
+ * same request locked more than staleAfterSeconds ago, is claimed again (keeping its
+ * created_at). Anything else (a live record, done or still running) is left alone and the claim is absent from `claimed`: read the record with
  * findIdempotencyKey. Concurrent claims of one key serialise on the primary key, so exactly
  * one of them wins.
  *
@@ -79,7 +85,7 @@ export async function runIdempotencyBatch(
   timing: IdempotencyTiming,
 ): Promise<IdempotencyBatchResult> {
   const { claims, completions } = batch;
-  const { rows } = await db.query<{ claim: boolean; attempt_id: string; created_at: Date | null; took_over: boolean | null }>({
+  const { rows } = await db.query<{ claim: boolean; attempt_id: string; created_at: Date | null; reclaimed: boolean | null }>({
     name: 'idempotency-batch',
     text: `WITH kept AS (
        UPDATE idempotency_keys k
@@ -102,17 +108,18 @@ export async function runIdempotencyBatch(
               attempt_id = EXCLUDED.attempt_id,
               locked_at = now(),
               created_at = CASE WHEN k.expires_at <= now() THEN now() ELSE k.created_at END,
-              expires_at = CASE WHEN k.expires_at <= now() THEN EXCLUDED.expires_at ELSE k.expires_at END,
+              expires_at = CASE WHEN k.expires_at <= now() OR k.state = 'released' THEN EXCLUDED.expires_at ELSE k.expires_at END,
               response_status = NULL,
               response_body = NULL,
               response_headers = '{}'::jsonb
         WHERE k.expires_at <= now()
+           OR k.state = 'released'
            OR (k.state = 'in_progress'
                AND k.request_hash = EXCLUDED.request_hash
                AND k.locked_at <= now() - make_interval(secs => $7))
-       RETURNING k.attempt_id, k.created_at, (k.created_at <> k.locked_at) AS took_over
+       RETURNING k.attempt_id, k.created_at, (k.created_at <> k.locked_at) AS reclaimed
      )
-     SELECT true AS claim, attempt_id, created_at, took_over FROM claimed
+     SELECT true AS claim, attempt_id, created_at, reclaimed FROM claimed
      UNION ALL
      SELECT false, attempt_id, NULL, NULL FROM kept`,
     values: [
@@ -134,7 +141,7 @@ export async function runIdempotencyBatch(
   });
   const result: IdempotencyBatchResult = { claimed: new Map(), kept: new Set() };
   for (const row of rows) {
-    if (row.claim) result.claimed.set(row.attempt_id, { createdAt: row.created_at!, tookOver: row.took_over! });
+    if (row.claim) result.claimed.set(row.attempt_id, { createdAt: row.created_at!, reclaimed: row.reclaimed! });
     else result.kept.add(row.attempt_id);
   }
   return result;
@@ -162,10 +169,13 @@ export async function findIdempotencyKey(db: Queryable, ref: IdempotencyKeyRef):
   return rows[0];
 }
 
-/** Forgets a key whose request is not kept (400, 401, 403, 429, most 5xx), if this run still owns it. */
+/**
+ * Marks a key whose answer is not kept (400, 401, 403, 429, a 5xx before any change) as
+ * released, if this run still owns it: the next request with the key runs.
+ */
 export async function releaseIdempotencyKey(db: Queryable, ref: IdempotencyKeyRef & { attemptId: string }): Promise<boolean> {
   const { rowCount } = await db.query(
-    `DELETE FROM idempotency_keys
+    `UPDATE idempotency_keys SET state = 'released'
       WHERE team_id = $1 AND endpoint = $2 AND idempotency_key = $3 AND attempt_id = $4 AND state = 'in_progress'`,
     [ref.teamId, ref.endpoint, ref.key, ref.attemptId],
   );

@@ -1,0 +1,286 @@
+// The cost of the rate limiter on an authenticated GET (GET /api/v1/get-contact/{phone_number}):
+// requests per second and p99 latency with the limiter off, on with the Redis store and on
+// with the in-process store, measured in one run, interleaved round by round so that drift
+// of a shared machine hits every mode alike, and printed as ratios against "off".
+//
+//   npx tsx bench/rateLimit.ts       (starts its own embedded Postgres and redis-server)
+//   DATABASE_URL=postgres://... REDIS_URL=redis://... npx tsx bench/rateLimit.ts
+//
+// Knobs (environment): BENCH_ROUNDS (default 15), BENCH_REQUESTS per round and mode (default
+// 600), BENCH_CONCURRENCY (default 16), BENCH_KEYS (API keys, one team each; default 50),
+// BENCH_IPS (client addresses sent as X-Forwarded-For; default 256).
+//
+// Every limit is raised to 1,000,000 so no request is rejected (a 429 is cheaper than a
+// 200 and would flatter the limiter) while each request still does the full work: two
+// checks (before and after authentication), one Redis round trip each. Keys and client
+// addresses rotate so each bucket holds a few hundred entries, as under the real limits.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../src/config/index.js';
+import { freePort, startEmbeddedPostgres } from '../src/db/embedded.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { insertApiKey } from '../src/db/repositories/apiKeys.js';
+import { upsertContactByPhone } from '../src/db/repositories/contacts.js';
+import { insertTeam } from '../src/db/repositories/teams.js';
+import { generateApiKey } from '../src/domain/apiKeys.js';
+import { openRedis } from '../src/infrastructure.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startApi, type RunningApi } from '../src/server.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 600);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const KEYS = Number(process.env.BENCH_KEYS ?? 50);
+const IPS = Number(process.env.BENCH_IPS ?? 256);
+
+type Mode = 'off' | 'redis' | 'memory';
+const MODES: Mode[] = ['off', 'redis', 'memory'];
+
+// The load generator is a child process (plain JS, keep-alive HTTP): the client's work shares
+// neither the API's event loop nor its CPU account, so process.cpuUsage() here is the API's.
+const LOAD_GENERATOR = `
+const http = require('node:http');
+const workerData = JSON.parse(process.env.BENCH_WORKER_DATA);
+const parentPort = { on: (ev, fn) => process.on(ev, fn), postMessage: (m) => process.send(m) };
+const agent = new http.Agent({ keepAlive: true, maxSockets: workerData.concurrency });
+let seq = 0;
+function get(port) {
+  const n = seq++;
+  const target = workerData.targets[n % workerData.targets.length];
+  const ip = '10.77.' + ((n >> 8) % workerData.ips % 256) + '.' + (n % Math.min(256, workerData.ips));
+  const headers = { Authorization: 'Bearer ' + target.apiKey, 'X-Forwarded-For': ip };
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: target.path, method: 'GET', headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+parentPort.on('message', async ({ port, requests }) => {
+  let next = 0;
+  let failed = 0;
+  const latencies = new Float64Array(requests);
+  const started = performance.now();
+  async function lane() {
+    while (next < requests) {
+      const i = next++;
+      const r = await get(port);
+      latencies[i] = r.ms;
+      if (r.status !== 200) failed++;
+    }
+  }
+  await Promise.all(Array.from({ length: workerData.concurrency }, lane));
+  parentPort.postMessage({ ms: performance.now() - started, failed, latencies: Array.from(latencies) });
+});
+`;
+
+function which(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/bin', '/usr/sbin', '/usr/local/bin'])) {
+    if (dir && existsSync(path.join(dir, name))) return path.join(dir, name);
+  }
+  return undefined;
+}
+
+async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const bin = process.env.REDIS_BIN || which('redis-server');
+  if (!bin) throw new Error('redis-server not found: set REDIS_BIN or REDIS_URL');
+  const port = await freePort();
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.ping();
+      return { url, child };
+    } catch {
+      if (Date.now() > deadline) throw new Error('redis-server did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      probe.disconnect();
+    }
+  }
+}
+
+/** CPU time (µs) used so far by the bench's own redis-server, from /proc (0 when unknown). */
+function redisCpuMicros(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / 100) * 1_000_000; // utime + stime, in clock ticks of 1/100 s
+  } catch {
+    return 0;
+  }
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function main(): Promise<void> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-rate-limit-'));
+  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(tmp);
+  const ownRedis = process.env.REDIS_URL ? undefined : await startRedisServer(tmp);
+  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
+  const redisUrl = process.env.REDIS_URL ?? ownRedis!.url;
+  const high = '1000000';
+  const configFor = (mode: Mode): Config =>
+    loadConfig({
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: mode === 'redis' ? redisUrl : '',
+      LOG_LEVEL: 'silent',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TRUST_PROXY: 'true',
+      RATE_LIMITS_ENABLED: mode === 'off' ? 'false' : 'true',
+      RATE_LIMIT_PER_IP: high,
+      RATE_LIMIT_PER_IP_ENDPOINT: high,
+      RATE_LIMIT_PER_IP_ENDPOINT_WRITES: high,
+      RATE_LIMIT_PER_TOKEN_ENDPOINT: high,
+      RATE_LIMIT_PER_IP_WEBHOOK: high,
+      RATE_LIMIT_PER_KEY: high,
+      RATE_LIMIT_PER_KEY_WRITES: high,
+      RATE_LIMIT_PER_TEAM: high,
+      RATE_LIMIT_PER_TEAM_WRITES: high,
+    });
+  const base = configFor('off');
+  const pool = createPool(databaseUrl, base.DATABASE_POOL_SIZE);
+  // get-contact never reaches Temporal; a lazy connection is never dialled.
+  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
+  const logger = createLogger('silent');
+  const redis = openRedis(configFor('redis'), logger)!;
+  const apis: Partial<Record<Mode, RunningApi>> = {};
+  let worker: ChildProcess | undefined;
+  try {
+    await migrate(pool);
+    const targets: { apiKey: string; path: string }[] = [];
+    for (let i = 0; i < KEYS; i++) {
+      const team = await insertTeam(pool, { name: `bench ${i}`, maxConcurrent: 10 });
+      const key = generateApiKey();
+      await insertApiKey(pool, { teamId: team.id, prefix: key.prefix, hash: key.hash, name: 'bench' });
+      const phone = `+1415555${String(1000 + i).padStart(4, '0')}`;
+      await upsertContactByPhone(pool, team.id, { phone_number: phone, first_name: 'Bench', last_name: `Mark ${i}` });
+      targets.push({ apiKey: key.apiKey, path: `/api/v1/get-contact/${encodeURIComponent(phone)}` });
+    }
+    for (const mode of MODES) {
+      apis[mode] = await startApi({ config: configFor(mode), pool, temporal, logger, redis: mode === 'redis' ? redis : undefined, port: 0 });
+    }
+    const portOf = (mode: Mode) => (apis[mode]!.server.address() as AddressInfo).port;
+
+    worker = spawn(process.execPath, ['-e', LOAD_GENERATOR], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, BENCH_WORKER_DATA: JSON.stringify({ targets, concurrency: CONCURRENCY, ips: IPS }) },
+    });
+    const redisPid = ownRedis?.child.pid;
+    const run = async (mode: Mode, requests: number) => {
+      const cpu = process.cpuUsage();
+      const redisCpu = redisCpuMicros(redisPid);
+      const r = await new Promise<{ ms: number; failed: number; latencies: number[] }>((resolve) => {
+        worker!.once('message', resolve as (m: unknown) => void);
+        worker!.send({ port: portOf(mode), requests });
+      });
+      const used = process.cpuUsage(cpu);
+      return { ...r, latencies: Float64Array.from(r.latencies), apiCpu: used.user + used.system, redisCpu: redisCpuMicros(redisPid) - redisCpu };
+    };
+
+    process.stdout.write(
+      `GET /api/v1/get-contact/{phone_number}, ${ROUNDS} rounds x ${REQUESTS} requests per mode, concurrency ${CONCURRENCY}, ` +
+        `${KEYS} keys, ${IPS} client IPs, ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded Postgres'}, ` +
+        `${process.env.REDIS_URL ? 'REDIS_URL' : 'local redis-server'}, ${os.cpus().length} CPUs\n`,
+    );
+    // Warm-up: JIT, connection pools, the Lua script cache.
+    for (const mode of MODES) await run(mode, Math.min(500, REQUESTS));
+
+    type Totals = { ms: number; n: number; apiCpu: number; redisCpu: number; latencies: Float64Array[]; rps: number[] };
+    const totals = Object.fromEntries(MODES.map((m) => [m, { ms: 0, n: 0, apiCpu: 0, redisCpu: 0, latencies: [], rps: [] }])) as unknown as Record<Mode, Totals>;
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate which mode goes first so none always runs on a warmer (or busier) machine.
+      const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
+      const line: string[] = [];
+      for (const mode of order) {
+        const r = await run(mode, REQUESTS);
+        if (r.failed) throw new Error(`${mode}: ${r.failed} requests did not answer 200`);
+        const t = totals[mode];
+        t.ms += r.ms;
+        t.n += REQUESTS;
+        t.apiCpu += r.apiCpu;
+        t.redisCpu += r.redisCpu;
+        t.latencies.push(r.latencies);
+        t.rps.push((REQUESTS / r.ms) * 1000);
+        line.push(`${mode} ${Math.round((REQUESTS / r.ms) * 1000)} req/s p99 ${percentile(r.latencies.slice().sort(), 99).toFixed(1)} ms`);
+      }
+      process.stdout.write(`  round ${String(round + 1).padStart(2)}: ${line.join(' | ')}\n`);
+    }
+
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    };
+    const summary = Object.fromEntries(
+      MODES.map((mode) => {
+        const t = totals[mode];
+        const all = new Float64Array(t.latencies.reduce((n, l) => n + l.length, 0));
+        let offset = 0;
+        for (const l of t.latencies) {
+          all.set(l, offset);
+          offset += l.length;
+        }
+        all.sort();
+        return [mode, { rps: (t.n / t.ms) * 1000, p50: percentile(all, 50), p99: percentile(all, 99), apiCpu: t.apiCpu / t.n, redisCpu: t.redisCpu / t.n }];
+      }),
+    ) as Record<Mode, { rps: number; p50: number; p99: number; apiCpu: number; redisCpu: number }>;
+    const off = summary.off;
+    const describe = (mode: Mode) => {
+      const s = summary[mode];
+      return `${s.rps.toFixed(0)} req/s, p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, CPU per request: API ${s.apiCpu.toFixed(0)} µs` + (mode === 'redis' ? ` + redis-server ${s.redisCpu.toFixed(0)} µs` : '');
+    };
+    process.stdout.write(`limiter off:        ${describe('off')}\n`);
+    const pairedRatio: Partial<Record<Mode, number>> = {};
+    for (const mode of ['redis', 'memory'] as const) {
+      const s = summary[mode];
+      // Paired by round: drift of a shared machine between rounds cancels out.
+      pairedRatio[mode] = median(totals[mode].rps.map((rps, i) => rps / totals.off.rps[i]));
+      const cpuRatio = (s.apiCpu + s.redisCpu) / off.apiCpu;
+      process.stdout.write(
+        `limiter on, ${mode.padEnd(6)}  ${describe(mode)}\n` +
+          `  on/off ratios: throughput ${(s.rps / off.rps).toFixed(3)} overall, ${pairedRatio[mode]!.toFixed(3)} median of rounds; ` +
+          `p99 ${(s.p99 / off.p99).toFixed(3)}; CPU per request ${cpuRatio.toFixed(3)}\n`,
+      );
+    }
+    const stats = (await redis.info('commandstats')).split('\n').filter((l) => /^cmdstat_(evalsha|eval|zrem):/.test(l));
+    const calls = stats.reduce((n, l) => n + Number(/calls=(\d+)/.exec(l)?.[1] ?? 0), 0);
+    const usec = stats.reduce((n, l) => n + Number(/usec=(\d+)/.exec(l)?.[1] ?? 0), 0);
+    const redisRequests = totals.redis.n + Math.min(500, REQUESTS);
+    process.stdout.write(`redis: ${(calls / redisRequests).toFixed(2)} script calls per request, ${(usec / Math.max(1, calls)).toFixed(1)} µs each inside Redis\n`);
+    const redisCost = 1 - pairedRatio.redis!;
+    process.stdout.write(
+      `target: the Redis limiter costs under 15% of throughput (median of rounds): ${redisCost < 0.15 ? 'met' : 'NOT met'} (${(redisCost * 100).toFixed(1)}%)\n`,
+    );
+  } finally {
+    worker?.kill();
+    for (const api of Object.values(apis)) await api?.close();
+    redis.disconnect();
+    await pool.end();
+    await embedded?.stop();
+    ownRedis?.child.kill('SIGTERM');
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

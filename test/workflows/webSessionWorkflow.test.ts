@@ -3,9 +3,13 @@
 // Time is driven with start() + env.sleep() and only moves when a test moves it (no
 // awaited result while a session is meant to stay minted).
 import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { findWebSessionById } from '../../src/db/repositories/webSessions.js';
@@ -24,6 +28,14 @@ import {
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+import { workflowBundle } from '../../src/temporal/worker.js';
+
+const { History } = proto.temporal.api.history.v1;
+// Recorded histories (protobuf) of web session runs; the replay test at the end guards
+// determinism. RECORD_WEB_SESSION_HISTORIES=1 re-records them from this run (only when the
+// workflow changes on purpose in a way old runs cannot replay).
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'webSessionHistories');
+const RECORD = process.env.RECORD_WEB_SESSION_HISTORIES === '1';
 
 const config = callTestConfig({
   MEDIA_EDGE_WS_URL: 'wss://edge.test/ws',
@@ -56,6 +68,14 @@ const mint = (team: TestTeam, extra: Partial<Parameters<typeof createWebSession>
   createWebSession(deps, { teamId: team.teamId, scriptId: team.scriptId, ...extra });
 
 const sessionHandle = (sessionId: string) => env.client.workflow.getHandle(webSessionWorkflowId(sessionId));
+
+/** With RECORD_WEB_SESSION_HISTORIES=1: keeps the closed session's history for the replay test. */
+async function record(sessionId: string, name: string): Promise<void> {
+  if (!RECORD) return;
+  mkdirSync(HISTORIES_DIR, { recursive: true });
+  const history = await sessionHandle(sessionId).fetchHistory();
+  writeFileSync(path.join(HISTORIES_DIR, `webSession-${name}.bin`), History.encode(history).finish());
+}
 const sessionState = async (sessionId: string) => (await sessionHandle(sessionId).query(webSessionStateQuery)).state;
 const callResult = (callId: string): Promise<CallWorkflowResult> => env.client.workflow.getHandle(callWorkflowId(callId)).result();
 
@@ -135,6 +155,7 @@ describe('web session: minted, used, expired', () => {
     assert.ok(Math.abs(firedAt - started - WEB_SESSION_TTL_MS) < 1_000, `fired ${firedAt - started} ms after the start`);
     assert.equal(await countLiveSlots(pool, team.teamId), 0, 'the slot is back');
     await mint(team);
+    await record(session.session_id, 'expired');
   });
 
   test('a redeemed session: one web call in the call log, the session used, and a second redemption answers 409', async () => {
@@ -159,6 +180,7 @@ describe('web session: minted, used, expired', () => {
     assert.equal(description.typedSearchAttributes.get(CALL_ID), redemption.callId);
     assert.equal(await redeemStatus(session.session_token), 409, 'still used once the workflow has closed');
     assert.equal(await redeemStatus('wst_unknown'), 404);
+    await record(session.session_id, 'used');
   });
 
   test('of twenty concurrent redemptions of one token exactly one creates a call; the others answer 409', async () => {
@@ -168,6 +190,8 @@ describe('web session: minted, used, expired', () => {
     assert.equal(statuses.filter((s) => s === 201).length, 1, `statuses: ${statuses.join(',')}`);
     assert.equal(statuses.filter((s) => s === 409).length, 19);
     assert.equal(await teamCallCount(team.teamId), 1);
+    await sessionHandle(session.session_id).result();
+    await record(session.session_id, 'raced');
   });
 });
 
@@ -230,5 +254,16 @@ describe('create-web-call', () => {
     const outcome = await connectAndHangUp(call.call_id);
     assert.equal(outcome.status, 'completed');
     assert.equal(await countLiveSlots(pool, team.teamId), 0);
+  });
+});
+
+describe('web session workflow replay', () => {
+  test('recorded histories (used, expired, a 20-way race) replay without nondeterminism', async () => {
+    const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.bin'));
+    assert.deepEqual(files.sort(), ['webSession-expired.bin', 'webSession-raced.bin', 'webSession-used.bin']);
+    for (const file of files) {
+      const history = History.decode(readFileSync(path.join(HISTORIES_DIR, file)));
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file);
+    }
   });
 });

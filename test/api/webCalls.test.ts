@@ -192,6 +192,21 @@ describe('POST /api/v1/create-web-session', () => {
     assert.equal(new Set(created.map((r) => r.json.session_id)).size, 5);
   });
 
+  test('with an Idempotency-Key a retry answers the same session and mints nothing more', async () => {
+    const t = await createTestTeam(app.pool, { maxConcurrent: 3 });
+    const send = () =>
+      app.request('POST', '/api/v1/create-web-session', { key: t.apiKey, body: { script_id: t.scriptId }, headers: { 'Idempotency-Key': 'visitor-click-1' } });
+    const first = await send();
+    const again = await send();
+    assert.equal(first.status, 201, first.text);
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('Idempotent-Replayed'), 'true');
+    assert.equal(again.json.session_id, first.json.session_id);
+    assert.equal(again.json.session_token, first.json.session_token);
+    assert.equal((await countTeamWebSessions(app.pool, t.teamId)).minted, 1);
+    assert.equal(await countLiveSlots(app.pool, t.teamId), 1);
+  });
+
   test('500 when the web-call path is not configured', async () => {
     for (const path of ['/api/v1/create-web-session', '/api/v1/create-web-call']) {
       const res = await unconfigured.request('POST', path, { key: team.apiKey, body: { script_id: team.scriptId } });

@@ -195,6 +195,23 @@ describe('web session: minted, used, expired', () => {
   });
 });
 
+describe('web session: a redemption that cannot create its call', () => {
+  test('leaves the session minted: the redemption fails, and a later one succeeds once the cause is fixed', async () => {
+    const team = await createTestTeam(pool);
+    const session = await mint(team, { did: team.fromNumber });
+    await pool.query('DELETE FROM phone_numbers WHERE team_id = $1 AND phone_number = $2', [team.teamId, team.fromNumber]);
+    await assert.rejects(redeemWebSession(deps, session.session_token), (err: Error) => err.name === 'WorkflowUpdateFailedError');
+    assert.equal(await sessionState(session.session_id), 'minted');
+    assert.equal((await findWebSessionById(pool, session.session_id))?.status, 'minted');
+    assert.equal(await teamCallCount(team.teamId), 0);
+
+    await pool.query('INSERT INTO phone_numbers (team_id, phone_number) VALUES ($1, $2)', [team.teamId, team.fromNumber]);
+    const redemption = await redeemWebSession(deps, session.session_token);
+    assert.equal((await callRow(pool, redemption.callId)).from_number, team.fromNumber);
+    assert.equal(await redeemStatus(session.session_token), 409);
+  });
+});
+
 describe('web session: slot accounting', () => {
   test('session → call → end, and expiry: slots are taken at minting, passed to the call and given back', async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 2 });

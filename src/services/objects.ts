@@ -14,6 +14,7 @@ import {
 } from '../db/repositories/objects.js';
 import { defaultUpsertKeys, keyValueOf, parseKeyPath, postgresPath, valueAtPath, type JsonPathSegment } from '../domain/jsonPath.js';
 import { validateObjectData } from '../domain/objectTypes.js';
+import { findUnstorableText, unstorableMessage } from '../domain/storableText.js';
 
 /** The `objects` map of create-phone-call and create-web-session: type name -> properties. */
 export type ObjectsMap = Record<string, Record<string, unknown>>;
@@ -50,7 +51,9 @@ export async function validateObjectsMap(db: Queryable, teamId: string, objects:
   const problems: string[] = [];
   for (const name of names) {
     const type = types.get(name);
+    const unstorable = findUnstorableText(objects[name]);
     if (!type) problems.push(`${field}.${name}: object type not found`);
+    else if (unstorable) problems.push(unstorableMessage(`${field}.${name}`, unstorable));
     else problems.push(...validateObjectData(type, objects[name], `${field}.${name}`));
   }
   if (problems.length) throw badRequest(`Invalid request: ${problems.join('; ')}`);

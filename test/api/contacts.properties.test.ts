@@ -40,10 +40,13 @@ const pathish = fc.oneof(
   fc.string({ maxLength: 30 }),
 );
 const typeNameish = fc.oneof(fc.constantFrom('fuzz_strict', 'order', 'a', 'x'.repeat(65), '1abc', 'with space'), fc.string({ maxLength: 10 }));
-const anyJson = fc.jsonValue({ maxDepth: 3 });
+// Strings Postgres cannot store (NUL, unpaired surrogates) mixed with ordinary characters.
+const awkwardUnit = fc.constantFrom('a', 'Z', ' ', '.', '$', "'", '\u0000', '\ud800', '\udc00', '\ud83d\ude00', 'é');
+const awkwardString = fc.string({ unit: awkwardUnit, maxLength: 6 });
+const anyJson = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 2, stringUnit: awkwardUnit }));
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 // Mostly plausible values, sometimes anything at all.
-const valueOr = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: arb, weight: 6 }, { arbitrary: anyJson, weight: 1 });
+const valueOr = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: arb, weight: 6 }, { arbitrary: anyJson, weight: 1 }, { arbitrary: awkwardString, weight: 1 });
 /** Records with any subset of the keys, or with at least the keys an endpoint requires. */
 const someOf = <T extends Record<string, fc.Arbitrary<unknown>>>(shape: T, required: (keyof T)[]) =>
   fc.oneof(fc.record(shape, { requiredKeys: [] }), fc.record(shape, { requiredKeys: required as never[] }));
@@ -116,24 +119,27 @@ const query = fc.oneof(
     (q) => '?' + new URLSearchParams(Object.entries(q).filter((e): e is [string, string] => e[1] !== undefined)).toString(),
   ),
 );
-const pathValue = fc.oneof(fc.string({ maxLength: 20 }), fc.uuid(), phoneish);
+const pathValue = fc.oneof(fc.string({ maxLength: 20 }), fc.uuid(), phoneish, awkwardString);
+
+/** Every UTF-8 byte percent-encoded (the standard encoder throws on unpaired surrogates). */
+const pct = (v: string) => Array.from(Buffer.from(v, 'utf8'), (b) => `%${b.toString(16).padStart(2, '0')}`).join('');
 
 type Req = { method: string; path: string; body?: unknown; rawBody?: string };
 const requests: fc.Arbitrary<Req> = fc.oneof(
   contactBody.map((body) => ({ method: 'POST', path: '/api/v1/create-contact', body })),
   anyJson.map((body) => ({ method: 'POST', path: '/api/v1/create-contact', body })),
   nearValidContact.map((body) => ({ method: 'POST', path: '/api/v1/create-contact', body })),
-  pathValue.map((v) => ({ method: 'GET', path: `/api/v1/get-contact/${encodeURIComponent(v)}` })),
+  pathValue.map((v) => ({ method: 'GET', path: `/api/v1/get-contact/${pct(v)}` })),
   listBody.map((body) => ({ method: 'POST', path: '/api/v1/lists', body })),
   query.map((q) => ({ method: 'GET', path: `/api/v1/lists${q}` })),
-  fc.tuple(fc.oneof(fc.constant('LIST'), pathValue), query).map(([id, q]) => ({ method: 'GET', path: `/api/v1/lists/${encodeURIComponent(id === 'LIST' ? listId : id)}${q}` })),
+  fc.tuple(fc.oneof(fc.constant('LIST'), pathValue), query).map(([id, q]) => ({ method: 'GET', path: `/api/v1/lists/${id === 'LIST' ? listId : pct(id)}${q}` })),
   listBody.map((body) => ({ method: 'PATCH', path: `/api/v1/lists/${listId}`, body })),
   addBody.map((body) => ({ method: 'POST', path: `/api/v1/lists/${listId}/contacts`, body })),
   fc.oneof(fc.record({ contact_ids: fc.oneof(fc.array(fc.oneof(fc.uuid(), fc.constant('CONTACT')), { maxLength: 3 }), anyJson) }), anyJson).map((body) => ({ method: 'DELETE', path: `/api/v1/lists/${listId}/contacts`, body })),
   typeBody.map((body) => ({ method: 'POST', path: '/api/v1/object-types', body })),
   typeBody.map((body) => ({ method: 'POST', path: '/api/v1/create-object-type', body })),
   query.map((q) => ({ method: 'GET', path: `/api/v1/object-types${q}` })),
-  pathValue.map((v) => ({ method: 'GET', path: `/api/v1/object-types/by-name/${encodeURIComponent(v)}` })),
+  pathValue.map((v) => ({ method: 'GET', path: `/api/v1/object-types/by-name/${pct(v)}` })),
   objectBody.map((body) => ({ method: 'POST', path: '/api/v1/upsert-object', body })),
   nearValidObjectBody.map((body) => ({ method: 'POST', path: '/api/v1/upsert-object', body })),
   fc.string({ maxLength: 40 }).map((rawBody) => ({ method: 'POST', path: '/api/v1/upsert-object', rawBody })),

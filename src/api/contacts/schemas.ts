@@ -1,6 +1,7 @@
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
 import { z } from '../schemas.js';
 
-const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+const text = (max: number) => z.string().max(max, `must be at most ${max} characters`).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 const optionalText = (max: number) => text(max).nullable().optional();
 
 /** The optional contact fields (api-v1.md Contact); null is accepted and means "not sent". */

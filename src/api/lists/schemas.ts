@@ -1,9 +1,10 @@
 import { contactUpsertBody, listContact } from '../contacts/schemas.js';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
 import { z } from '../schemas.js';
 
 export const MAX_CONTACTS_PER_REQUEST = 500;
 
-const listName = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const listName = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters').refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 export const listBody = z.strictObject({ name: listName }).openapi('ListNameRequest');
 

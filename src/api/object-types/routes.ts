@@ -3,6 +3,7 @@ import { defineRoute, type RouteDefinition } from '../route.js';
 import { findObjectTypeByName, insertObjectType, listObjectTypes, type ObjectTypeRecord } from '../../db/repositories/objectTypes.js';
 import { byNameParams, createObjectTypeBody, listObjectTypesQuery, objectTypeCreated, objectTypeList, objectTypeResponse } from './schemas.js';
 import type { z } from '../schemas.js';
+import { TYPE_NAME_PATTERN } from '../../domain/objectTypes.js';
 
 export function objectTypeView(t: ObjectTypeRecord) {
   return {
@@ -75,7 +76,8 @@ export const objectTypeRoutes = [
     request: { params: byNameParams },
     responses: { 200: { description: 'The type', schema: objectTypeResponse }, 404: { description: 'The team has no type of that name' } },
     handler: async ({ params, auth }, deps) => {
-      const type = await findObjectTypeByName(deps.pool, auth.teamId, params.type_name);
+      // A name no type can have is not looked up (and cannot reach Postgres as a NUL).
+      const type = TYPE_NAME_PATTERN.test(params.type_name) ? await findObjectTypeByName(deps.pool, auth.teamId, params.type_name) : undefined;
       if (!type) throw notFound('Object type not found');
       return { body: { success: true, object_type: objectTypeView(type) } };
     },

@@ -1,4 +1,5 @@
 import { FIELD_TYPES, TYPE_NAME_PATTERN, VALIDATION_MODES } from '../../domain/objectTypes.js';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
 import { z } from '../schemas.js';
 
 export const typeNameField = z
@@ -6,13 +7,17 @@ export const typeNameField = z
   .regex(TYPE_NAME_PATTERN, 'must be 1 to 64 letters, digits, _ or -, starting with a letter')
   .openapi({ description: 'Machine name, unique per team; used in URLs and as key of the objects map', example: 'insurance_policy' });
 
-const schemaFieldName = z.string().min(1, 'field names must not be empty').max(100, 'field names must be at most 100 characters');
+const schemaFieldName = z
+  .string()
+  .min(1, 'field names must not be empty')
+  .max(100, 'field names must be at most 100 characters')
+  .refine(isStorableText, `field names ${UNSTORABLE_TEXT_MESSAGE}`);
 
 export const createObjectTypeBody = z
   .strictObject({
     type_name: typeNameField,
-    display_name: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters').optional().openapi({ description: 'Defaults to type_name' }),
-    description: z.string().max(2000, 'must be at most 2000 characters').optional(),
+    display_name: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters').refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).optional().openapi({ description: 'Defaults to type_name' }),
+    description: z.string().max(2000, 'must be at most 2000 characters').refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).optional(),
     validation_mode: z.enum(VALIDATION_MODES, { message: `must be one of ${VALIDATION_MODES.join(', ')}` }).optional().openapi({ description: 'off (default): any data; strict: data fields must be in the schema and have its type' }),
     unique_by_contact: z.boolean({ message: 'must be a boolean' }).optional().openapi({ description: 'A contact has at most one object of this type (default false)' }),
     schema: z

@@ -1,8 +1,15 @@
 import { TYPE_NAME_PATTERN } from '../../domain/objectTypes.js';
+import { findUnstorableText, isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
 import { z } from '../schemas.js';
 
 // A missing value keeps zod's own message (reported as "<field> is required").
-const jsonObject = z.record(z.string(), z.unknown(), { error: (issue) => (issue.input === undefined ? undefined : 'must be an object') });
+const jsonObject = z
+  .record(z.string(), z.unknown(), { error: (issue) => (issue.input === undefined ? undefined : 'must be an object') })
+  .superRefine((value, ctx) => {
+    const at = findUnstorableText(value);
+    if (at) ctx.addIssue({ code: 'custom', path: at.path, message: at.inKey ? `keys ${UNSTORABLE_TEXT_MESSAGE}` : UNSTORABLE_TEXT_MESSAGE });
+  });
+const storable = (schema: z.ZodString) => schema.refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 /**
  * The `objects` map of create-phone-call and create-web-session: object type name ->
@@ -22,14 +29,14 @@ export const objectsMapSchema = z
 const keySchema = (name: string) =>
   z
     .strictObject({
-      path: z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters').openapi({ description: 'JSON path into data (docs/contacts-and-lists.md)', example: '$.external_ids.hubspot.property_id' }),
-      value: z.union([z.string(), z.number()], { message: 'must be a string' }).transform((v) => String(v)).openapi({ type: 'string' } as never),
+      path: storable(z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters')).openapi({ description: 'JSON path into data (docs/contacts-and-lists.md)', example: '$.external_ids.hubspot.property_id' }),
+      value: z.union([storable(z.string()), z.number()], { message: 'must be a string' }).transform((v) => String(v)).openapi({ type: 'string' } as never),
     })
     .openapi(name);
 
 export const upsertObjectBody = z
   .strictObject({
-    name: z.string().max(500, 'must be at most 500 characters').optional(),
+    name: storable(z.string().max(500, 'must be at most 500 characters')).optional(),
     data: jsonObject,
     type_name: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters').optional(),
     type_id: z.string().uuid('must be a UUID').optional(),

@@ -5,6 +5,8 @@ import type { Client } from '@temporalio/client';
 import { createHookActivities } from './hooks.js';
 import { createCallActivities } from './calls.js';
 import { createWebSessionActivities } from './webSessions.js';
+import { createScriptActivities } from './scripts.js';
+import { createBatchActivities } from './batches.js';
 import type { VoiceProvider } from '../src/telephony/index.js';
 import type { CallAnalyser } from '../src/analysis/index.js';
 
@@ -26,6 +28,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createHookActivities(deps),
     ...createCallActivities(deps),
     ...createWebSessionActivities(deps),
+    ...createScriptActivities(deps),
+    ...createBatchActivities(deps),
   };
 }
 

@@ -90,6 +90,58 @@ export interface CallWorkflowState {
 }
 export const callStateQuery = defineQuery<CallWorkflowState>('callState');
 
+// ---- Batches (issue 9, docs/batches.md) ----
+export const BATCH_WORKFLOW_TYPE = 'batchWorkflow';
+const BATCH_PREFIX = 'batch-';
+/** One long-running workflow per batch: `batch-<batch_id>`. */
+export const batchWorkflowId = (batchId: string) => `${BATCH_PREFIX}${batchId}`;
+export const batchIdFromWorkflowId = (workflowId: string): string | undefined =>
+  workflowId.startsWith(BATCH_PREFIX) ? workflowId.slice(BATCH_PREFIX.length) : undefined;
+
+/** Counts of a batch's contacts; `in_progress` is the part of `calling` that is in a call right now. */
+export interface BatchProgress {
+  total: number;
+  pending: number;
+  calling: number;
+  in_progress: number;
+  skipped: number;
+  /** Contacts whose call ended, by the call's terminal status. */
+  done: Record<string, number>;
+  done_total: number;
+}
+
+export interface BatchWorkflowInput {
+  batchId: string;
+  teamId: string;
+  /** ISO date-time: no call goes out before it. */
+  startAt: string;
+  /** How often the batch looks at its calls and its list without a wake-up signal. */
+  pollMs: number;
+  /** Continue-as-new after this many ticks or dispatched calls in one run (or when the server suggests it). */
+  maxTicksPerRun?: number;
+  maxCallsPerRun?: number;
+  /** Carried over by continue-as-new. */
+  started?: boolean;
+  lastState?: BatchWorkflowState;
+}
+
+export interface BatchWorkflowState {
+  batchId: string;
+  status: string;
+  endReason: string | null;
+  progress: BatchProgress;
+  /** Runs so far (1 + continue-as-new count) and ticks in this run. */
+  run: number;
+  ticks: number;
+}
+
+export type BatchWorkflowResult = Pick<BatchWorkflowState, 'batchId' | 'status' | 'endReason' | 'progress'>;
+
+/** Something changed for the batch (contacts added to its list, paused, resumed, cancelled): look now. */
+export const batchWakeSignal = defineSignal('batchWake');
+/** The batch's status and progress as of its last tick (Temporal UI: Queries → batchState). */
+export const batchStateQuery = defineQuery<BatchWorkflowState>('batchState');
+
 // ---- Web sessions (issue 6, docs/web-calls.md) ----
 import { defineUpdate } from '@temporalio/workflow';
 

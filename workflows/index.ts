@@ -2,4 +2,5 @@
 export * from './hookRunWorkflow.js';
 export * from './callWorkflow.js';
 export * from './callsReconcilerWorkflow.js';
+export * from './batchWorkflow.js';
 export * from './webSessionWorkflow.js';

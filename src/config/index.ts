@@ -72,6 +72,9 @@ export const configSchema = z.object({
   RATE_LIMIT_PER_TEAM_WRITES: positiveInt.default(120),
   RATE_LIMIT_REDIS_TIMEOUT_MS: positiveInt.default(500),
   IDEMPOTENCY_STALE_AFTER_SECONDS: positiveInt.default(60),
+  // Batches (docs/batches.md): poll interval, and calls outstanding per slot of the team ceiling.
+  BATCH_POLL_SECONDS: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(3600).default(2),
+  BATCH_WINDOW_FACTOR: positiveInt.default(2),
 });
 
 export type Config = z.infer<typeof configSchema>;

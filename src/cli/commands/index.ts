@@ -1,6 +1,7 @@
 import type { CliCommand } from '../command.js';
 import { coreCommands } from './core.js';
 import { hookCommands } from './hooks.js';
+import { batchCommands } from './batches.js';
 
 /** Every operator command; a capability adds its list here. */
-export const cliCommands: CliCommand[] = [...coreCommands, ...hookCommands];
+export const cliCommands: CliCommand[] = [...coreCommands, ...hookCommands, ...batchCommands];

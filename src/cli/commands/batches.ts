@@ -1,0 +1,158 @@
+import { ApiError } from '../../api/errors.js';
+import type { BatchRecord } from '../../db/repositories/batches.js';
+import { cancelBatch, createBatch, listBatches, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps } from '../../services/batches.js';
+import { batchWorkflowId, type BatchProgress } from '../../../workflows/contracts.js';
+import { CliError, requiredString, uuidArgument, type CliCommand, type CliContext } from '../command.js';
+import { requireTeam } from './core.js';
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+async function serviceDeps(ctx: CliContext): Promise<BatchServiceDeps> {
+  return { pool: await ctx.db(), temporal: await ctx.temporal(), config: ctx.config };
+}
+
+/** The service's API errors (404 naming what is missing, 409 naming the status) as operator errors. */
+async function operatorErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ApiError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+function parseStartAt(value: string | boolean | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const text = typeof value === 'string' ? value.trim() : '';
+  const date = new Date(text);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(date.getTime())) throw new CliError('--start-at must be an ISO 8601 date-time, e.g. 2030-01-31T09:00:00Z');
+  return date;
+}
+
+function statusOnly(batch: BatchRecord) {
+  return { batch_id: batch.id, status: batch.status };
+}
+
+function describe(batch: BatchRecord, progress: BatchProgress) {
+  return {
+    batch_id: batch.id,
+    team_id: batch.team_id,
+    list_id: batch.list_id,
+    script_id: batch.script_id,
+    from_number: batch.from_number,
+    status: batch.status,
+    end_reason: batch.end_reason,
+    start_at: iso(batch.start_at),
+    started_at: iso(batch.started_at),
+    ended_at: iso(batch.ended_at),
+    created_at: iso(batch.created_at),
+    workflow_id: batchWorkflowId(batch.id),
+    progress,
+  };
+}
+
+function progressText(p: BatchProgress): string {
+  const done = Object.entries(p.done)
+    .map(([status, n]) => `${status} ${n}`)
+    .join(', ');
+  return `${p.total} contacts: ${p.pending} pending, ${p.calling} calling (${p.in_progress} in progress), ${p.done_total} done${done ? ` (${done})` : ''}, ${p.skipped} skipped`;
+}
+
+const batchIdArg = (positionals: string[]) => uuidArgument(positionals[0], 'BATCH_ID');
+
+/** Batches (docs/batches.md): call every contact of a list once, within the team's ceiling. */
+export const batchCommands: CliCommand[] = [
+  {
+    name: 'batches create',
+    summary: 'Call every contact of a list once with a script, from one of the team\'s numbers; contacts added to the list while the batch runs are called too',
+    options: {
+      team: { type: 'string', description: 'team id', required: true },
+      list: { type: 'string', description: 'list id', required: true },
+      script: { type: 'string', description: 'script id', required: true },
+      from: { type: 'string', description: "one of the team's numbers", required: true },
+      'start-at': { type: 'string', description: 'ISO 8601 date-time of the first call (default now)' },
+    },
+    async run(ctx, { options }) {
+      const db = await ctx.db();
+      const teamId = await requireTeam(db, requiredString(options, 'team'));
+      const listId = uuidArgument(requiredString(options, 'list'), '--list');
+      const scriptId = uuidArgument(requiredString(options, 'script'), '--script');
+      const fromNumber = requiredString(options, 'from');
+      const startAt = parseStartAt(options['start-at']);
+      const batch = await operatorErrors(async () => createBatch(await serviceDeps(ctx), { teamId, listId, scriptId, fromNumber, startAt }));
+      return {
+        batch_id: batch.id,
+        status: batch.status,
+        list_id: batch.list_id,
+        script_id: batch.script_id,
+        from_number: batch.from_number,
+        start_at: iso(batch.start_at),
+        workflow_id: batchWorkflowId(batch.id),
+      };
+    },
+    text: (r) => `Batch ${r.batch_id} ${r.status}, first call at ${r.start_at} (workflow ${r.workflow_id})`,
+  },
+  {
+    name: 'batches list',
+    summary: "List a team's batches, newest first",
+    options: { team: { type: 'string', description: 'team id', required: true } },
+    async run(ctx, { options }) {
+      const db = await ctx.db();
+      const teamId = await requireTeam(db, requiredString(options, 'team'));
+      const batches = await listBatches({ pool: db }, teamId);
+      return {
+        batches: batches.map((b) => ({ batch_id: b.id, list_id: b.list_id, status: b.status, end_reason: b.end_reason, start_at: iso(b.start_at), created_at: iso(b.created_at) })),
+      };
+    },
+    text: (r) =>
+      (r.batches as Record<string, string | null>[]).map((b) => `${b.batch_id}  ${b.status}${b.end_reason ? ` (${b.end_reason})` : ''}  list ${b.list_id}  start ${b.start_at}`).join('\n') ||
+      'No batches',
+  },
+  {
+    name: 'batches show',
+    summary: 'A batch: status and progress (contacts pending, calling, done by call status, skipped)',
+    positionals: ['BATCH_ID'],
+    async run(ctx, { positionals }) {
+      const batchId = batchIdArg(positionals);
+      const { batch, progress } = await operatorErrors(async () => showBatch({ pool: await ctx.db() }, batchId));
+      return describe(batch, progress);
+    },
+    text: (r) =>
+      [
+        `Batch ${r.batch_id}: ${r.status}${r.end_reason ? ` (${r.end_reason})` : ''}`,
+        `  list ${r.list_id}, script ${r.script_id}, from ${r.from_number}, start ${r.start_at}`,
+        `  ${progressText(r.progress as BatchProgress)}`,
+        `  workflow ${r.workflow_id}`,
+      ].join('\n'),
+  },
+  {
+    name: 'batches pause',
+    summary: 'Pause a scheduled or running batch: no new calls go out (calls already handed out go on)',
+    positionals: ['BATCH_ID'],
+    async run(ctx, { positionals }) {
+      const batchId = batchIdArg(positionals);
+      return statusOnly(await operatorErrors(async () => pauseBatch(await serviceDeps(ctx), batchId)));
+    },
+    text: (r) => `Batch ${r.batch_id} ${r.status}`,
+  },
+  {
+    name: 'batches resume',
+    summary: 'Resume a paused batch',
+    positionals: ['BATCH_ID'],
+    async run(ctx, { positionals }) {
+      const batchId = batchIdArg(positionals);
+      return statusOnly(await operatorErrors(async () => resumeBatch(await serviceDeps(ctx), batchId)));
+    },
+    text: (r) => `Batch ${r.batch_id} ${r.status}`,
+  },
+  {
+    name: 'batches cancel',
+    summary: 'Cancel a batch: calls not started yet are cancelled, calls in progress end normally',
+    positionals: ['BATCH_ID'],
+    async run(ctx, { positionals }) {
+      const batchId = batchIdArg(positionals);
+      return statusOnly(await operatorErrors(async () => cancelBatch(await serviceDeps(ctx), batchId)));
+    },
+    text: (r) => `Batch ${r.batch_id} ${r.status}`,
+  },
+];

@@ -1,0 +1,297 @@
+// The batch workflow in the time-skipping environment: the real batch workflow and every
+// real activity over the test database, with the lean stand-in call workflow of
+// batchCallStandIn.ts (real slots under the team ceiling, real call rows). The real call
+// workflow under a batch is covered by test/e2e/batches.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import type { Pool } from '../../src/db/pool.js';
+import { batchCounts } from '../../src/db/repositories/batches.js';
+import { removeContactsFromList, softDeleteList, addExistingContactsToList } from '../../src/db/repositories/lists.js';
+import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
+import { advanceBatch, batchCallId, cancelBatch, createBatch, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
+import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../../src/temporal/searchAttributes.js';
+import { batchStateQuery, batchWorkflowId, type BatchWorkflowResult } from '../../workflows/contracts.js';
+import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
+import { addContacts, batchDeps, createBatchWorker, batchTestConfig, calleeNumbers, callsPerContact, countCalls, listWithContacts, maxInProgress } from '../support/batches.js';
+import { createTimeSkippingEnv } from '../support/temporal.js';
+
+let env: TestWorkflowEnvironment;
+let pool: Pool;
+let worker: Worker;
+let running: Promise<void>;
+const config = batchTestConfig();
+let deps: BatchServiceDeps;
+
+before(async () => {
+  env = await createTimeSkippingEnv();
+  pool = await testPool();
+  deps = batchDeps(pool, env.client, config);
+  worker = await createBatchWorker(env, pool, config);
+  running = worker.run();
+});
+
+after(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+async function startBatch(team: TestTeam, listId: string, opts: { startAt?: Date; workflow?: BatchWorkflowOptions } = {}) {
+  return createBatch(deps, { teamId: team.teamId, listId, scriptId: team.scriptId, fromNumber: team.fromNumber, ...opts });
+}
+
+const handle = (batchId: string) => env.client.workflow.getHandle(batchWorkflowId(batchId));
+/** Awaiting the result lets the test server skip time until the batch ends. */
+const finished = (batchId: string): Promise<BatchWorkflowResult> => handle(batchId).result();
+
+function assertEachCalledOnce(perContact: Map<string, number>, contactIds: string[]) {
+  assert.equal(perContact.size, contactIds.length, 'every contact has a call');
+  for (const id of contactIds) assert.equal(perContact.get(id), 1, `contact ${id} called exactly once`);
+}
+
+describe('batch workflow', () => {
+  test('a batch over 1,000 contacts with a ceiling of 5 calls everyone exactly once, never more than five at a time', { timeout: 240_000 }, async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 5 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 1000);
+    const batch = await startBatch(team, listId);
+    const result = await finished(batch.id);
+
+    assert.equal(result.status, 'completed');
+    assert.equal(result.endReason, 'all_called');
+    assert.deepEqual(result.progress, { total: 1000, pending: 0, calling: 0, in_progress: 0, skipped: 0, done: { completed: 1000 }, done_total: 1000 });
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM calls WHERE team_id = $1 AND status = $2', [team.teamId, 'completed']);
+    assert.equal(rows[0].n, 1000);
+    assert.equal(await maxInProgress(pool, team.teamId), 5, 'five calls at a time, never more');
+    // The call of a contact is named by (batch, contact): a second attempt finds the same call.
+    const one = await pool.query('SELECT id FROM calls WHERE team_id = $1 AND contact_id = $2', [team.teamId, contactIds[0]]);
+    assert.equal(one.rows[0].id, batchCallId(batch.id, contactIds[0]));
+
+    const shown = await showBatch(deps, batch.id);
+    assert.equal(shown.batch.status, 'completed');
+    assert.deepEqual(shown.progress, result.progress);
+    const description = await handle(batch.id).describe();
+    assert.equal(description.typedSearchAttributes.get(BATCH_STATUS), 'completed');
+    assert.equal(description.typedSearchAttributes.get(BATCH_ID), batch.id);
+    assert.equal(description.typedSearchAttributes.get(TEAM_ID), team.teamId);
+  });
+
+  test('contacts added to the list mid-batch are called too, each once, also when added twice or concurrently', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 10);
+    const batch = await startBatch(team, listId);
+    await env.sleep(5_000);
+    const [first, second] = await Promise.all([addContacts(pool, team.teamId, listId, 3), addContacts(pool, team.teamId, listId, 5)]);
+    const later = [...first, ...second];
+    // Adding members again, concurrently, makes no second call.
+    await Promise.all([addExistingContactsToList(pool, team.teamId, listId, later), addExistingContactsToList(pool, team.teamId, listId, [...contactIds.slice(0, 3), ...later])]);
+    const result = await finished(batch.id);
+
+    assert.equal(result.status, 'completed');
+    assert.deepEqual(result.progress.done, { completed: 18 });
+    assert.equal(result.progress.total, 18);
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), [...contactIds, ...later]);
+  });
+
+  test('contacts added through the lists service reach a waiting batch at once, without waiting for its poll', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId } = await listWithContacts(pool, team.teamId, 1);
+    // A poll of an hour: only the wake-up signal can make the batch look before then.
+    const batch = await startBatch(team, listId, { workflow: { pollMs: 3_600_000 } });
+    const handedOut = async () => {
+      const { progress } = await showBatch(deps, batch.id);
+      return progress.total - progress.pending;
+    };
+    await waitUntil(async () => (await handedOut()) === 1);
+    const added = await addContacts(pool, team.teamId, listId, 2);
+    // Real time, no time skipping: the batch's hour-long timer cannot have fired.
+    await waitUntil(async () => (await handedOut()) === 3, 10_000);
+    const perContact = await callsPerContact(pool, team.teamId);
+    for (const id of added) assert.equal(perContact.get(id), 1);
+    await cancelBatch(deps, batch.id);
+    await finished(batch.id);
+  });
+
+  test('members added behind the lists service (no signal) are picked up by the periodic sweep', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 3 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 4);
+    const batch = await startBatch(team, listId);
+    await env.sleep(3_000);
+    const quiet: string[] = [];
+    for (const phone of calleeNumbers(3)) quiet.push((await upsertContactByPhone(pool, team.teamId, { phone_number: phone })).contact.id);
+    await addExistingContactsToList(pool, team.teamId, listId, quiet);
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'completed');
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), [...contactIds, ...quiet]);
+  });
+
+  test('contacts removed from the list before their call are skipped; a skipped contact added again is called', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 1 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 12);
+    const removed = contactIds.slice(0, 6);
+    const batch = await startBatch(team, listId, { startAt: new Date((await env.currentTimeMs()) + 60_000) });
+    // Taken in while scheduled, removed before the start, one of them back after being skipped.
+    await waitUntil(async () => (await showBatch(deps, batch.id)).progress.pending === 12);
+    await removeContactsFromList(pool, team.teamId, listId, removed);
+    await env.sleep(61_000);
+    await waitUntil(async () => (await showBatch(deps, batch.id)).progress.skipped === 6);
+    await addExistingContactsToList(pool, team.teamId, listId, [removed[0]]);
+    const result = await finished(batch.id);
+
+    assert.equal(result.status, 'completed');
+    assert.equal(result.progress.skipped, 5);
+    assert.deepEqual(result.progress.done, { completed: 7 });
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), [...contactIds.slice(6), removed[0]]);
+    const reasons = await pool.query('SELECT DISTINCT skip_reason FROM batch_contacts WHERE batch_id = $1 AND state = $2', [batch.id, 'skipped']);
+    assert.deepEqual(reasons.rows, [{ skip_reason: 'removed_from_list' }]);
+  });
+
+  test('a batch with a start time makes no call before it', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId } = await listWithContacts(pool, team.teamId, 3);
+    // Workflow time: the test server's clock runs ahead of the wall clock once time was skipped.
+    const startAt = new Date((await env.currentTimeMs()) + 3_600_000);
+    const batch = await startBatch(team, listId, { startAt });
+    await env.sleep(1_800_000);
+    assert.equal(await countCalls(pool, team.teamId), 0);
+    const state = await handle(batch.id).query(batchStateQuery);
+    assert.equal(state.status, 'scheduled');
+    assert.equal(state.progress.pending, 3);
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'completed');
+    const { rows } = await pool.query('SELECT min(actual_time) AS first FROM calls WHERE team_id = $1', [team.teamId]);
+    assert.ok(rows[0].first.getTime() >= startAt.getTime(), 'the first call started at or after start_at');
+  });
+
+  test('pause stops new calls; resume carries on and still calls everyone once', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 20);
+    const batch = await startBatch(team, listId);
+    await env.sleep(3_000);
+    assert.equal((await pauseBatch(deps, batch.id)).status, 'paused');
+    await env.sleep(10_000);
+    const atPause = await countCalls(pool, team.teamId);
+    assert.ok(atPause > 0 && atPause < 20, `some calls before the pause (${atPause})`);
+    await env.sleep(120_000);
+    assert.equal(await countCalls(pool, team.teamId), atPause, 'no call was made while paused');
+    const paused = await showBatch(deps, batch.id);
+    assert.equal(paused.batch.status, 'paused');
+    assert.equal(paused.progress.calling, 0, 'calls handed out before the pause ended');
+    assert.equal(paused.progress.pending, 20 - atPause);
+    assert.equal((await handle(batch.id).describe()).typedSearchAttributes.get(BATCH_STATUS), 'paused');
+    await assert.rejects(pauseBatch(deps, '00000000-0000-4000-8000-000000000000'), /Batch not found/);
+
+    assert.equal((await resumeBatch(deps, batch.id)).status, 'running');
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'completed');
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
+  });
+
+  test('cancel ends the batch: waiting calls are cancelled, no new call goes out', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId } = await listWithContacts(pool, team.teamId, 30);
+    const batch = await startBatch(team, listId);
+    await env.sleep(3_000);
+    const cancelled = await cancelBatch(deps, batch.id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal(cancelled.end_reason, 'cancelled');
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'cancelled');
+    const made = await countCalls(pool, team.teamId);
+    assert.ok(made < 30, `only the calls handed out before the cancel (${made})`);
+    await env.sleep(60_000);
+    assert.equal(await countCalls(pool, team.teamId), made);
+    const view = await showBatch(deps, batch.id);
+    assert.equal(view.progress.calling, 0);
+    assert.equal(view.progress.pending, 30 - made);
+    assert.equal(view.progress.done_total, made);
+    await assert.rejects(resumeBatch(deps, batch.id), /Batch cannot be resumed: its status is cancelled/);
+    assert.equal((await cancelBatch(deps, batch.id)).status, 'cancelled', 'cancelling again answers the cancelled batch');
+  });
+
+  test('deleting the list ends the batch as cancelled (list_deleted)', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const { listId } = await listWithContacts(pool, team.teamId, 20);
+    const batch = await startBatch(team, listId);
+    await env.sleep(3_000);
+    await softDeleteList(pool, team.teamId, listId);
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'cancelled');
+    assert.equal(result.endReason, 'list_deleted');
+    assert.ok((await countCalls(pool, team.teamId)) < 20);
+  });
+
+  test('a batch continues as new many times and still calls everyone exactly once', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 3 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 40);
+    const batch = await startBatch(team, listId, { workflow: { maxTicksPerRun: 3, maxCallsPerRun: 5 } });
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'completed');
+    assert.equal(result.progress.done_total, 40);
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
+    const state = await handle(batch.id).query(batchStateQuery);
+    assert.ok(state.run >= 5, `several runs (${state.run})`);
+    const description = await handle(batch.id).describe();
+    assert.equal(description.typedSearchAttributes.get(BATCH_ID), batch.id, 'search attributes survive continue-as-new');
+  });
+
+  test('a worker restart mid-batch loses nothing and calls no one twice', async () => {
+    // The batch starts on a worker without a workflow cache (see createBatchWorker) ...
+    worker.shutdown();
+    await running;
+    worker = await createBatchWorker(env, pool, config, { maxCachedWorkflows: 0 });
+    running = worker.run();
+    const team = await createTestTeam(pool, { maxConcurrent: 3 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 30);
+    const batch = await startBatch(team, listId);
+    await env.sleep(4_000);
+    // ... which stops mid-batch, calls in progress; another worker takes over.
+    worker.shutdown();
+    await running;
+    const before = await countCalls(pool, team.teamId);
+    assert.ok(before > 0 && before < 30, `stopped mid-batch (${before} calls made)`);
+    worker = await createBatchWorker(env, pool, config);
+    running = worker.run();
+    const result = await finished(batch.id);
+    assert.equal(result.status, 'completed');
+    assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
+  });
+
+  test('ticks running at the same time (a retried activity beside a lost one) never call a contact twice and keep the counters exact', async () => {
+    // A task queue no worker polls: the batch is driven by hand and its calls stay scheduled until ended here.
+    const idle: BatchServiceDeps = { ...deps, config: { ...config, TEMPORAL_TASK_QUEUE: 'batches-idle' } };
+    const team = await createTestTeam(pool, { maxConcurrent: 4 });
+    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 40);
+    const batch = await createBatch(idle, { teamId: team.teamId, listId, scriptId: team.scriptId, fromNumber: team.fromNumber });
+    let status = 'scheduled';
+    for (let round = 0; round < 40 && status !== 'completed'; round += 1) {
+      const ticks = await Promise.all(Array.from({ length: 6 }, () => advanceBatch(idle, batch.id, { start: true })));
+      status = ticks[ticks.length - 1].status;
+      if (round === 2) await addContacts(pool, team.teamId, listId, 5);
+      await pool.query(`UPDATE calls SET status = 'completed', end_time = now() WHERE team_id = $1 AND status = 'scheduled'`, [team.teamId]);
+    }
+    assert.equal(status, 'completed');
+    const perContact = await callsPerContact(pool, team.teamId);
+    assert.equal(perContact.size, 45);
+    for (const id of contactIds) assert.equal(perContact.get(id), 1);
+    const rows = await pool.query<{ bucket: string; n: number }>(
+      `SELECT CASE WHEN state = 'done' THEN 'done:' || call_status ELSE state END AS bucket, count(*)::int AS n FROM batch_contacts WHERE batch_id = $1 GROUP BY 1`,
+      [batch.id],
+    );
+    const counters = Object.fromEntries(Object.entries(await batchCounts(pool, batch.id)).filter(([, n]) => n !== 0));
+    assert.deepEqual(counters, Object.fromEntries(rows.rows.map((r) => [r.bucket, r.n])));
+    assert.deepEqual(counters, { 'done:completed': 45 });
+    await handle(batch.id).terminate('driven by hand in this test');
+  });
+});
+
+/** Polls (real time) until `check` holds. */
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

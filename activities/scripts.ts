@@ -5,6 +5,7 @@
  * answer the script should see (a failed request is a result with ok false); retrying
  * them repeats nothing the call has already recorded (the workflow records the result).
  */
+import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config/index.js';
 import type { AnswerKind } from '../src/domain/authCheck/transcript.js';
 import { simulatedCalleeAnswer } from '../src/domain/scripts/runtime.js';
@@ -93,14 +94,18 @@ export function createScriptActivities(deps: ScriptActivityDeps) {
       } catch {
         return failed(`invalid url: ${input.url}`);
       }
+      const cancelled = activityCancellation();
+      const signal = cancelled ? AbortSignal.any([cancelled, AbortSignal.timeout(input.timeoutSeconds * 1000)]) : AbortSignal.timeout(input.timeoutSeconds * 1000);
       try {
-        const res = await doFetch(url, { method: input.method, headers, body, signal: AbortSignal.timeout(input.timeoutSeconds * 1000), redirect: 'follow' });
+        const res = await doFetch(url, { method: input.method, headers, body, signal, redirect: 'follow' });
         const bytes = new Uint8Array(await res.arrayBuffer());
         const truncated = bytes.length > WEBHOOK_MAX_RESPONSE_BYTES;
         const response = new TextDecoder().decode(truncated ? bytes.subarray(0, WEBHOOK_MAX_RESPONSE_BYTES) : bytes);
         deps.logger.info({ callId: input.callId, stepId: input.stepId, status: res.status }, 'script webhook step answered');
         return { ok: res.ok, status: res.status, response, truncated, durationMs: Date.now() - started };
       } catch (err) {
+        // A cancelled attempt (worker shutting down) is not an answer: let Temporal retry the step.
+        if (cancelled?.aborted) throw err;
         const e = err as Error;
         const message = e.name === 'TimeoutError' ? `no response within ${input.timeoutSeconds} s` : e.message;
         deps.logger.warn({ callId: input.callId, stepId: input.stepId, err: message }, 'script webhook step failed');
@@ -108,6 +113,15 @@ export function createScriptActivities(deps: ScriptActivityDeps) {
       }
     },
   };
+}
+
+/** The running activity's cancellation signal; undefined when called outside an activity (unit tests). */
+function activityCancellation(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
 }
 
 export type ScriptActivities = ReturnType<typeof createScriptActivities>;

@@ -21,8 +21,10 @@ import {
   initialScope,
   renderJson,
   renderSpeech,
+  SCRIPT_RESULT_NOTE_KIND,
   type ObjectiveResult,
   type ScriptCallData,
+  type ScriptResultData,
 } from '../src/domain/scripts/runtime.js';
 import { getVariable, renderValue, setVariable, type Scope } from '../src/domain/scripts/templates.js';
 
@@ -61,8 +63,6 @@ export interface ScriptRunResult {
   transcript: TranscriptTurn[];
 }
 
-/** The System Note kind of the run's closing summary (objectives and structured data as data). */
-export const SCRIPT_RESULT_NOTE = 'script_result';
 
 const now = () => new Date().toISOString();
 const plainTurn = (t: TranscriptTurn): ConversationTurn => ({ role: t.role, text: t.text });
@@ -200,11 +200,11 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
   await host.appendSystemNotes([
     {
       at: now(),
-      kind: SCRIPT_RESULT_NOTE,
+      kind: SCRIPT_RESULT_NOTE_KIND,
       text:
         `Script "${script.name}" ${completed ? `ran to its end at step "${lastStepId}"` : `stopped at step "${lastStepId ?? '-'}"`} after ${stepsRun} step${stepsRun === 1 ? '' : 's'}` +
         `${objectives.length ? `; ${met} of ${objectives.length} objective${objectives.length === 1 ? '' : 's'} met` : ''}.`,
-      data: { completed, last_step: lastStepId ?? null, steps_run: stepsRun, objectives, structured_data: structuredData },
+      data: { completed, last_step: lastStepId ?? null, steps_run: stepsRun, objectives, structured_data: structuredData } satisfies ScriptResultData,
     },
   ]);
   return { completed, error, lastStepId, stepsRun, objectives, structuredData, authCheck, variables: scope, transcript };

@@ -174,3 +174,37 @@ export function simulatedCalleeAnswer(input: {
   if (input.expect === 'name') return `My name is ${value}.`;
   return `It's ${value}.`;
 }
+
+// ------------------------------------------------------------------ for post-call analysis
+
+/** The objective names a stored script declares (plain strings and `{ objective }` alike). */
+export function objectiveNames(definition: unknown): string[] {
+  const declared = (definition as { objectives?: unknown } | null | undefined)?.objectives;
+  if (!Array.isArray(declared)) return [];
+  return declared
+    .map((o) => (typeof o === 'string' ? o : typeof o === 'object' && o !== null ? (o as { objective?: unknown }).objective : undefined))
+    .filter((o): o is string => typeof o === 'string' && o.length > 0);
+}
+
+/** What a script run decided, as its closing `script_result` System Note carries it. */
+export interface ScriptResultData {
+  completed: boolean;
+  last_step: string | null;
+  steps_run: number;
+  objectives: ObjectiveResult[];
+  structured_data: Record<string, unknown>;
+}
+
+/** The System Note kind of a run's closing summary. */
+export const SCRIPT_RESULT_NOTE_KIND = 'script_result';
+
+/** The last script run's result among a call's System Notes, if the script ran. */
+export function scriptResultFromNotes(notes: ReadonlyArray<{ kind: string; data?: unknown }>): ScriptResultData | undefined {
+  for (let i = notes.length - 1; i >= 0; i--) {
+    const data = notes[i].data as Partial<ScriptResultData> | undefined;
+    if (notes[i].kind === SCRIPT_RESULT_NOTE_KIND && data && Array.isArray(data.objectives) && typeof data.structured_data === 'object' && data.structured_data !== null) {
+      return data as ScriptResultData;
+    }
+  }
+  return undefined;
+}

@@ -32,7 +32,8 @@ let phoneSeq = 0;
 /** A phone number no other test of this run uses (last four digits avoid the simulator's outcomes). */
 function freshPhone(): string {
   phoneSeq += 1;
-  return `+1415${String(process.pid % 1000).padStart(3, '0')}${String(1000 + phoneSeq * 7).padStart(4, '0')}`;
+  // The exchange (digits 5-7) must start with 2-9 to be a valid North American number.
+  return `+1415${200 + (process.pid % 800)}${String(1000 + phoneSeq * 7).padStart(4, '0')}`;
 }
 
 function post(api: TestApi, path: string, body: unknown, key?: string, who: TestTeam = team): Promise<TestResponse> {

@@ -63,65 +63,42 @@ export interface IdempotencyBatchResult {
   kept: Set<string>;
 }
 
+function compareRefs(a: IdempotencyKeyRef, b: IdempotencyKeyRef): number {
+  const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  return cmp(a.teamId, b.teamId) || cmp(a.endpoint, b.endpoint) || cmp(a.key, b.key);
+}
+
 /**
- * Claims and completions of many requests in one statement (one round trip, one commit).
+ * Claims and completions of many requests in one call of idempotency_batch() (migration
+ * 1003): one round trip, one commit, a primary-key statement per item.
  *
  * A claim makes its caller the owner of the key: a new key is inserted in progress; an
  * expired record is started afresh; a released record, or an in-progress record of the
  * same request locked more than staleAfterSeconds ago, is claimed again (keeping its
- * created_at). Anything else (a live record, done or still running) is left alone and the claim is absent from `claimed`: read the record with
- * findIdempotencyKey. Concurrent claims of one key serialise on the primary key, so exactly
- * one of them wins.
+ * created_at). Anything else (a live record, done or still running) is left alone and
+ * the claim is absent from `claimed`: read the record with findIdempotencyKey. Concurrent
+ * claims of one key serialise on the primary key, so exactly one of them wins.
  *
  * A completion keeps the response of a run that still owns its key.
  *
  * A key may appear at most once in a batch (claims and completions together). Claims are
- * written in key order; two batches that still lock rows in opposite orders deadlock, and
- * Postgres aborts one of them with 40P01, which the caller may simply send again.
+ * written in key order; two batches that still lock rows in opposite orders (a completion
+ * against a claim) deadlock, and Postgres aborts one of them with 40P01, which the caller
+ * may simply send again.
  */
 export async function runIdempotencyBatch(
   db: Queryable,
   batch: { claims: IdempotencyClaim[]; completions: IdempotencyCompletion[] },
   timing: IdempotencyTiming,
 ): Promise<IdempotencyBatchResult> {
-  const { claims, completions } = batch;
+  const { completions } = batch;
+  // Key order, so that concurrent batches lock rows in the same order.
+  const claims = [...batch.claims].sort((a, b) => compareRefs(a, b));
   const { rows } = await db.query<{ claim: boolean; attempt_id: string; created_at: Date | null; reclaimed: boolean | null }>({
     name: 'idempotency-batch',
-    text: `WITH kept AS (
-       UPDATE idempotency_keys k
-          SET state = 'done', response_status = c.status, response_body = c.body, response_headers = c.headers
-         FROM unnest($8::uuid[], $9::text[], $10::text[], $11::uuid[], $12::int[], $13::text[], $14::jsonb[])
-              AS c (team_id, endpoint, idempotency_key, attempt_id, status, body, headers)
-        WHERE k.team_id = c.team_id AND k.endpoint = c.endpoint AND k.idempotency_key = c.idempotency_key
-          AND k.attempt_id = c.attempt_id AND k.state = 'in_progress'
-       RETURNING k.attempt_id
-     ), claimed AS (
-       INSERT INTO idempotency_keys AS k
-              (team_id, endpoint, idempotency_key, request_hash, state, attempt_id, locked_at, created_at, expires_at)
-       SELECT c.team_id, c.endpoint, c.idempotency_key, c.request_hash, 'in_progress', c.attempt_id, now(), now(), now() + make_interval(secs => $6)
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[])
-              AS c (team_id, endpoint, idempotency_key, request_hash, attempt_id)
-        ORDER BY c.team_id, c.endpoint, c.idempotency_key
-       ON CONFLICT (team_id, endpoint, idempotency_key) DO UPDATE
-          SET request_hash = EXCLUDED.request_hash,
-              state = 'in_progress',
-              attempt_id = EXCLUDED.attempt_id,
-              locked_at = now(),
-              created_at = CASE WHEN k.expires_at <= now() THEN now() ELSE k.created_at END,
-              expires_at = CASE WHEN k.expires_at <= now() OR k.state = 'released' THEN EXCLUDED.expires_at ELSE k.expires_at END,
-              response_status = NULL,
-              response_body = NULL,
-              response_headers = '{}'::jsonb
-        WHERE k.expires_at <= now()
-           OR k.state = 'released'
-           OR (k.state = 'in_progress'
-               AND k.request_hash = EXCLUDED.request_hash
-               AND k.locked_at <= now() - make_interval(secs => $7))
-       RETURNING k.attempt_id, k.created_at, (k.created_at <> k.locked_at) AS reclaimed
-     )
-     SELECT true AS claim, attempt_id, created_at, reclaimed FROM claimed
-     UNION ALL
-     SELECT false, attempt_id, NULL, NULL FROM kept`,
+    text: `SELECT out_claim AS claim, out_attempt_id AS attempt_id, out_created_at AS created_at, out_reclaimed AS reclaimed
+             FROM idempotency_batch($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[], $6, $7,
+                                    $8::uuid[], $9::text[], $10::text[], $11::uuid[], $12::int[], $13::text[], $14::jsonb[])`,
     values: [
       claims.map((c) => c.teamId),
       claims.map((c) => c.endpoint),

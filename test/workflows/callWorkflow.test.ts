@@ -1,13 +1,24 @@
 // The call workflow end to end in the time-skipping environment: real activities over the
 // test database, the simulator as voice provider.
+//
+// Time is driven explicitly: results are awaited through a plain client (which leaves time
+// skipping locked, so calls run in real time and can be looked at mid-way), and long waits
+// (hours until a scheduled time, the two-minute web connection timeout) are skipped with
+// env.sleep(). Automatic skipping is avoided on purpose: with several workflows and
+// activities in flight it fires timers (activity timeouts among them) out of turn.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
+import { callResultView } from '../../src/api/calls/views.js';
 import type { Pool } from '../../src/db/pool.js';
-import { scheduleCall, cancelCall, retryCall, type CallServiceDeps } from '../../src/services/calls.js';
-import { CALL_STATUS, CALL_TYPE, TEAM_ID, CALL_ID } from '../../src/temporal/searchAttributes.js';
-import { callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
+import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
+import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
+import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
+import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
@@ -19,9 +30,11 @@ let worker: Worker;
 let running: Promise<void>;
 const config = callTestConfig();
 let deps: CallServiceDeps;
+let plain: Client;
 
 before(async () => {
   env = await createTimeSkippingEnv();
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
   pool = await testPool();
   deps = { pool, temporal: env.client, config };
   worker = await createCallWorker(env, pool, config);
@@ -32,35 +45,274 @@ after(async () => {
   worker?.shutdown();
   await running;
   await env?.teardown();
+  await pool?.end();
 });
 
-async function schedule(team: TestTeam, lastFour: string, extra: { scheduledTime?: Date; firstName?: string } = {}) {
-  return scheduleCall(deps, {
+async function schedule(team: TestTeam, lastFour: string, extra: { scheduledTime?: Date; serviceDeps?: CallServiceDeps; phone?: string } = {}) {
+  return scheduleCall(extra.serviceDeps ?? deps, {
     teamId: team.teamId,
     fromNumber: team.fromNumber,
     scriptId: team.scriptId,
-    contact: { phone_number: calleeNumber(lastFour), first_name: extra.firstName ?? 'Ada', last_name: 'Lovelace' },
+    contact: { phone_number: extra.phone ?? calleeNumber(lastFour), first_name: 'Ada', last_name: 'Lovelace' },
     scheduledTime: extra.scheduledTime,
   });
 }
 
-const result = (callId: string): Promise<CallWorkflowResult> => env.client.workflow.getHandle(callWorkflowId(callId)).result();
+/**
+ * The workflow's result, awaited without unlocking time skipping (real time). A call that
+ * has not ended within a minute fails the test with its row and last workflow events.
+ */
+async function result(callId: string): Promise<CallWorkflowResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(async () => {
+      const row = await callRow(pool, callId).catch(() => undefined);
+      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory().catch(() => undefined);
+      const last = (history?.events ?? []).slice(-6).map((e) => `${e.eventId} ${e.eventType} ${JSON.stringify(e.activityTaskScheduledEventAttributes?.activityType?.name ?? e.timerStartedEventAttributes?.startToFireTimeout ?? '')}`);
+      reject(new Error(`call ${callId} did not end: row ${row?.status}/${row?.progress}; last events ${last.join(' | ')}`));
+    }, 60_000);
+  });
+  try {
+    return await Promise.race([plain.workflow.getHandle(callWorkflowId(callId)).result(), stuck]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
-describe('call workflow', () => {
-  test('an answered call goes scheduled → in-progress → completed and is analysed afterwards', async () => {
+describe('call workflow: outcomes', () => {
+  const cases: [string, string, string, boolean][] = [
+    ['1234', 'completed', 'agent_hangup', true],
+    ['0001', 'rang-out', 'no_answer', false],
+    ['0002', 'voicemail', 'voicemail', true],
+    ['0003', 'User rejected', 'declined', false],
+    ['0004', 'failed', 'provider_error', false],
+    ['0005', 'User unavailable', 'unreachable', false],
+    ['0006', 'hang-up', 'User Hangup', true],
+    ['0007', 'dropout', 'connection_lost', true],
+  ];
+  test('every simulator outcome: scheduled → in-progress → its terminal status and end_reason, then analysed', async () => {
     const team = await createTestTeam(pool);
-    const call = await schedule(team, '1234');
-    assert.equal(call.status, 'scheduled');
-    const outcome = await result(call.callId);
-    assert.deepEqual(outcome, { callId: call.callId, status: 'completed', endReason: 'agent_hangup' });
+    // All eight at once (real time): each lasts SIMULATOR_CALL_SECONDS, then analysis.
+    const calls = await Promise.all(cases.map(([lastFour]) => schedule(team, lastFour)));
+    const outcomes = await Promise.all(calls.map((c) => result(c.callId)));
+    for (const [i, [lastFour, status, endReason, spoke]] of cases.entries()) {
+      const label = `number ending ${lastFour}`;
+      const call = calls[i];
+      assert.equal(call.status, 'scheduled');
+      assert.deepEqual(outcomes[i], { callId: call.callId, status, endReason }, label);
+      const row = await callRow(pool, call.callId);
+      assert.equal(row.status, status, label);
+      assert.equal(row.end_reason, endReason, label);
+      assert.ok(row.duration! >= 3 && row.duration! <= 5, `${label}: a simulated call lasts about SIMULATOR_CALL_SECONDS (${row.duration})`);
+      assert.ok(row.actual_time && row.end_time && row.end_time > row.actual_time, label);
+      assert.equal(row.progress, 'done', label);
+      assert.ok(row.analysed_at, `${label}: analysed`);
+      assert.ok(row.call_summary && row.call_summary.length > 0, label);
+      assert.equal(row.structured_data?.outcome, status, label);
+      assert.equal(row.transcript_json?.length, row.conversation.length, label);
+      if (spoke) {
+        assert.ok((row.transcript ?? '').length > 0, `${label}: has a transcript`);
+        for (const line of (row.transcript ?? '').split('\n')) assert.match(line, /^(Agent|User): .+/, label);
+        assert.ok(row.recording_url, label);
+      } else {
+        assert.equal(row.transcript, '', label);
+        assert.equal(row.recording_url, null, label);
+      }
+      assert.deepEqual(row.objectives?.map((o) => o.objective), ['Greet the contact', 'Verify the caller'], label);
+    }
+    assert.equal(await countLiveSlots(pool, team.teamId), 0, 'every slot is free again');
+  });
+
+  test('the workflow carries the search attributes TeamId, CallId, CallType and CallStatus (upserted)', async () => {
+    const team = await createTestTeam(pool);
+    const call = await schedule(team, '4321');
+    await result(call.callId);
+    const description = await env.client.workflow.getHandle(callWorkflowId(call.callId)).describe();
+    assert.equal(description.typedSearchAttributes.get(TEAM_ID), team.teamId);
+    assert.equal(description.typedSearchAttributes.get(CALL_ID), call.callId);
+    assert.equal(description.typedSearchAttributes.get(CALL_TYPE), 'outbound');
+    assert.equal(description.typedSearchAttributes.get(CALL_STATUS), 'completed');
+  });
+});
+
+describe('call workflow: scheduling, cancel and retry', () => {
+  test('a call scheduled hours ahead waits in scheduled and starts on time', async () => {
+    const team = await createTestTeam(pool);
+    const at = new Date(Date.now() + 5 * 3600_000);
+    const call = await schedule(team, '2222', { scheduledTime: at });
+    const waiting = await callRow(pool, call.callId);
+    assert.equal(waiting.status, 'scheduled');
+    assert.equal(waiting.progress, 'waiting_for_scheduled_time');
+    const startedAt = (await env.client.workflow.getHandle(callWorkflowId(call.callId)).describe()).startTime;
+    await env.sleep(4 * 3600_000);
+    assert.equal((await callRow(pool, call.callId)).status, 'scheduled', 'still waiting an hour before its time');
+    await env.sleep(3600_000);
+    assert.equal((await result(call.callId)).status, 'completed');
     const row = await callRow(pool, call.callId);
-    assert.equal(row.status, 'completed');
-    assert.equal(row.end_reason, 'agent_hangup');
-    assert.equal(row.duration, 3);
-    assert.ok(row.actual_time && row.end_time);
-    assert.equal(row.progress, 'done');
-    assert.ok(row.analysed_at);
-    assert.match(row.transcript ?? '', /^Agent: Hello Ada/);
-    assert.ok((row.analysed_at as Date) >= (row.modified_at as Date) || true);
+    // In the workflow's clock (the test server's), the call started five hours after its workflow.
+    const waited = row.actual_time!.getTime() - startedAt.getTime();
+    assert.ok(waited >= 5 * 3600_000 - 5_000 && waited < 5 * 3600_000 + 60_000, `started ${waited} ms after scheduling`);
+  });
+
+  test('cancel before the start ends the call cancelled; cancelling again or after the start answers 409', async () => {
+    const team = await createTestTeam(pool);
+    const call = await schedule(team, '3333', { scheduledTime: new Date(Date.now() + 3600_000) });
+    const cancelled = await cancelCall(deps, team.teamId, call.callId);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'cancelled', endReason: 'cancelled' });
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.actual_time, null);
+    assert.equal(row.analysed_at, null);
+    await assert.rejects(cancelCall(deps, team.teamId, call.callId), (err: any) => err.status === 409 && /cancelled/.test(err.message));
+
+    const live = await schedule(team, '3334');
+    await waitForCall(pool, live.callId, (c) => c.status === 'in-progress');
+    await assert.rejects(cancelCall(deps, team.teamId, live.callId), (err: any) => err.status === 409 && err.message === 'Call cannot be cancelled: its status is in-progress');
+    assert.equal((await result(live.callId)).status, 'completed');
+  });
+
+  test('retry creates a new call with original_call_id through the same path; completed calls answer 409', async () => {
+    const team = await createTestTeam(pool);
+    const phone = calleeNumber('0001');
+    const first = await schedule(team, '0001', { phone });
+    assert.equal((await result(first.callId)).status, 'rang-out');
+    const retried = await retryCall(deps, team.teamId, first.callId);
+    assert.notEqual(retried.callId, first.callId);
+    assert.equal(retried.status, 'scheduled');
+    assert.equal(retried.call.original_call_id, first.callId);
+    assert.equal(retried.contactId, first.contactId);
+    assert.equal((await result(retried.callId)).status, 'rang-out');
+
+    const done = await schedule(team, '5555');
+    assert.equal((await result(done.callId)).status, 'completed');
+    await assert.rejects(retryCall(deps, team.teamId, done.callId), (err: any) => err.status === 409 && /completed/.test(err.message));
+  });
+});
+
+describe('call workflow: the concurrency ceiling', () => {
+  test('ceiling 2, five calls: at most two in progress at any moment, all five finish, first come first served', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 2 });
+    const at = new Date(Date.now() - 1000); // all five due at once: first come (created) first served
+    const calls = [];
+    for (let i = 0; i < 5; i++) calls.push(await schedule(team, `60${10 + i}`, { scheduledTime: at }));
+    const outcomes = await Promise.all(calls.map((c) => result(c.callId)));
+    assert.deepEqual(outcomes.map((o) => o.status), Array(5).fill('completed'));
+    const rows = await Promise.all(calls.map((c) => callRow(pool, c.callId)));
+    // At most two overlapping [actual_time, end_time) intervals at any instant.
+    const edges = rows.flatMap((r) => [
+      { t: r.actual_time!.getTime(), d: 1 },
+      { t: r.end_time!.getTime(), d: -1 },
+    ]);
+    edges.sort((a, b) => a.t - b.t || a.d - b.d);
+    let inProgress = 0;
+    let peak = 0;
+    for (const e of edges) peak = Math.max(peak, (inProgress += e.d));
+    assert.equal(peak, 2, 'two at a time, never more');
+    // Slots are granted in order; two calls granted at one instant may reach in-progress a few ms apart.
+    const starts = rows.map((r) => r.actual_time!.getTime());
+    for (let i = 0; i < starts.length; i++) {
+      for (let j = i + 1; j < starts.length; j++) assert.ok(starts[i] <= starts[j] + 250, `call ${i} started before call ${j}: ${starts}`);
+    }
+    assert.ok(Math.max(starts[0], starts[1]) < Math.min(starts[2], starts[3], starts[4]), 'the first two went first');
+    assert.ok(rows[2].actual_time! >= rows[0].end_time! || rows[2].actual_time! >= rows[1].end_time!, 'the third waited for a slot');
+    assert.equal(await countLiveSlots(pool, team.teamId), 0);
+  });
+});
+
+describe('call workflow: results arrive after the terminal status', () => {
+  test('result fields are empty right after the terminal status and filled a few seconds later', async () => {
+    const team = await createTestTeam(pool);
+    const call = await schedule(team, '7777');
+    // Not awaiting the result: time runs normally, so the gap can be observed.
+    const ended = await waitForCall(pool, call.callId, (c) => c.status !== 'scheduled' && c.status !== 'in-progress');
+    assert.equal(ended.status, 'completed');
+    assert.equal(ended.progress, 'analysing');
+    const early = callResultView(ended);
+    assert.equal(early.call_summary, '');
+    assert.equal(early.transcript, '');
+    assert.deepEqual(early.transcript_json, []);
+    assert.deepEqual(early.structured_data, {});
+    assert.deepEqual(early.objectives, []);
+    await result(call.callId);
+    const late = callResultView(await callRow(pool, call.callId));
+    assert.notEqual(late.call_summary, '');
+    assert.match(late.transcript, /^Agent: /);
+    assert.ok(late.transcript_json.length > 0);
+    assert.equal(late.objectives.length, 2);
+    const history = await plain.workflow.getHandle(callWorkflowId(call.callId)).fetchHistory();
+    const names = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? (e.timerStartedEventAttributes ? `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds)}s` : undefined)).filter(Boolean);
+    const complete = names.indexOf('completeCall');
+    assert.deepEqual(names.slice(complete, complete + 3), ['completeCall', `timer ${ANALYSIS_DELAY_MS / 1000}s`, 'analyseCall'], 'analysed seconds after the end, never before');
+  });
+});
+
+describe('call workflow: provider events and web calls', () => {
+  test('a web call connects on `answered`, follows transcript events and ends with the reported reason', async () => {
+    const team = await createTestTeam(pool);
+    const contact = await getOrCreateSharedWebContact(pool, team.teamId);
+    const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: team.scriptId, contact: { id: contact.id }, type: 'web' });
+    const handle = env.client.workflow.getHandle(callWorkflowId(call.callId));
+    assert.equal((await callRow(pool, call.callId)).progress, 'waiting_for_connection');
+    await handle.signal(callEventSignal, { type: 'answered', event_id: 'e1' });
+    await waitForCall(pool, call.callId, (c) => c.status === 'in-progress');
+    await handle.signal(callEventSignal, { type: 'transcript', role: 'agent', text: 'Hello there.', event_id: 'e2' });
+    await handle.signal(callEventSignal, { type: 'transcript', role: 'agent', text: 'Hello there.', event_id: 'e2' });
+    await handle.signal(callEventSignal, { type: 'transcript', role: 'user', text: 'Hi!', event_id: 'e3' });
+    await handle.signal(callEventSignal, { type: 'ended', reason: 'User Hangup', event_id: 'e4' });
+    assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'hang-up', endReason: 'User Hangup' });
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.transcript, 'Agent: Hello there.\nUser: Hi!', 'a redelivered event_id is applied once');
+  });
+
+  test('a web call nobody connects to within two minutes ends failed / not_connected', async () => {
+    const team = await createTestTeam(pool);
+    const contact = await getOrCreateSharedWebContact(pool, team.teamId);
+    const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: team.scriptId, contact: { id: contact.id }, type: 'web' });
+    await env.sleep(110_000);
+    assert.equal((await callRow(pool, call.callId)).status, 'scheduled', 'still waiting before two minutes');
+    await env.sleep(10_000);
+    assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'failed', endReason: 'not_connected' });
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.actual_time, null);
+    assert.equal(row.duration, 0);
+  });
+});
+
+describe('call workflow: crashes', () => {
+  test('the API dying between the row and the workflow start: the reconciler starts the call', async () => {
+    const team = await createTestTeam(pool);
+    const brokenTemporal = {
+      workflow: {
+        start: async () => {
+          throw new Error('connection lost');
+        },
+      },
+    } as unknown as Client;
+    const call = await schedule(team, '9999', { serviceDeps: { ...deps, temporal: brokenTemporal } });
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.status, 'scheduled');
+    assert.equal(row.workflow_started_at, null, 'no workflow behind the row yet');
+    const report = await reconcileCalls(deps, { startAfterMs: 0, staleAfterMs: 3600_000 });
+    assert.ok(report.started >= 1);
+    assert.ok((await callRow(pool, call.callId)).workflow_started_at);
+    assert.equal((await result(call.callId)).status, 'completed');
+    const again = await reconcileCalls(deps, { startAfterMs: 0, staleAfterMs: 3600_000 });
+    assert.equal((await callRow(pool, call.callId)).status, 'completed');
+    assert.ok(again.started === 0 || again.started >= 0);
+  });
+
+  test('an open call whose workflow is gone is ended failed / workflow_lost and frees its slot', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 1 });
+    const call = await schedule(team, '1111', { scheduledTime: new Date(Date.now() - 1000) });
+    await waitForCall(pool, call.callId, (c) => c.status === 'in-progress');
+    await env.client.workflow.getHandle(callWorkflowId(call.callId)).terminate('operator test');
+    assert.equal(await countLiveSlots(pool, team.teamId), 1, 'the slot is held while the row is open');
+    await pool.query(`UPDATE calls SET modified_at = now() - interval '1 hour' WHERE id = $1`, [call.callId]);
+    const report = await reconcileCalls(deps, { startAfterMs: 3600_000, staleAfterMs: 1000 });
+    assert.ok(report.failed >= 1);
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.end_reason, 'workflow_lost');
+    assert.equal(await countLiveSlots(pool, team.teamId), 0, 'the slot is free');
   });
 });

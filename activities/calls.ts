@@ -23,6 +23,7 @@ import {
 import { findContactById } from '../src/db/repositories/contacts.js';
 import { acquireCallSlot as acquireCallSlotRow, releaseSlot, type CallSlotResult } from '../src/db/repositories/concurrencySlots.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
+import { objectiveNames } from '../src/domain/scripts/runtime.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import type { Logger } from '../src/logging/logger.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
@@ -175,10 +176,7 @@ export function createCallActivities(deps: CallActivityDeps) {
         findContactById(deps.pool, call.team_id, call.contact_id),
         findTeamScript(deps.pool, call.team_id, call.script_id),
       ]);
-      const declared = (script?.definition as { objectives?: unknown } | undefined)?.objectives;
-      const objectives = (Array.isArray(declared) ? declared : [])
-        .map((o) => (typeof o === 'string' ? o : typeof o?.objective === 'string' ? (o.objective as string) : undefined))
-        .filter((o): o is string => o !== undefined);
+      const objectives = objectiveNames(script?.definition);
       const analysis = await analyser.analyse({
         callId: call.id,
         status: call.status,

@@ -15,6 +15,7 @@ import type { CallActivities, CallContextData } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import type { CallEvent, CallWorkflowInput } from './contracts.js';
+import { runScript } from './scriptRuntime.js';
 
 /** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
 export const MAX_CALL_MS = 2 * 60 * 60 * 1000;
@@ -115,10 +116,32 @@ async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan): Pro
   if (early) return early;
   if (plan.answered) {
     await ctx.setProgress('in_conversation');
+    if (plan.status === 'completed') return runScriptedConversation(ctx, plan);
     const cut = await followEvents(ctx, plan.talkSeconds * 1000);
     if (cut) return cut;
     await ctx.appendTurns(plan.turns);
   }
+  return { status: plan.status, endReason: plan.endReason };
+}
+
+/**
+ * An answered simulated call: the script runtime (workflows/scriptRuntime.ts) runs the
+ * call's script step by step against the simulated callee, writing turns and System Notes
+ * as it goes; the call then lasts out its talk time. An invalid script or one that never
+ * reaches an end fails the call (provider_error / call_timeout) instead of completing it.
+ */
+async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan): Promise<ConversationOutcome> {
+  const started = Date.now();
+  const context = await ctx.loadContext();
+  const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
+  const run = await runScript(
+    context.script.definition,
+    { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } },
+    { callId: ctx.input.callId, appendTurns: ctx.appendTurns, appendSystemNotes: ctx.appendSystemNotes },
+  );
+  const cut = await followEvents(ctx, plan.talkSeconds * 1000 - (Date.now() - started));
+  if (cut) return cut;
+  if (!run.completed) return { status: 'failed', endReason: run.error === 'step_limit' ? 'call_timeout' : 'provider_error' };
   return { status: plan.status, endReason: plan.endReason };
 }
 

@@ -1,4 +1,5 @@
 import { transcriptText } from '../domain/calls.js';
+import { scriptResultFromNotes } from '../domain/scripts/runtime.js';
 import type { CallAnalysis } from '../db/repositories/calls.js';
 import type { AnalysisInput, CallAnalyser } from './analyser.js';
 
@@ -42,10 +43,14 @@ export class DeterministicAnalyser implements CallAnalyser {
     const agentTurns = turns.filter((t) => t.role === 'agent');
     const conversed = userTurns.length > 0 && input.status !== 'voicemail';
     const haystack = new Set(stems([...turns.map((t) => t.text), ...input.systemNotes.map((n) => `${n.kind} ${n.text}`)].join(' ')));
-    const objectives = input.objectives.map((objective) => ({
-      objective,
-      met: conversed && stems(objective).some((s) => haystack.has(s)),
-    }));
+    // When the script runtime ran the script, its own verdicts are the objectives (docs/scripts.md).
+    const scripted = scriptResultFromNotes(input.systemNotes);
+    const objectives = scripted
+      ? scripted.objectives
+      : input.objectives.map((objective) => ({
+          objective,
+          met: conversed && stems(objective).some((s) => haystack.has(s)),
+        }));
     const who = input.contact.full_name || [input.contact.first_name, input.contact.last_name].filter(Boolean).join(' ') || input.contact.phone_number || 'the contact';
     const met = objectives.filter((o) => o.met).length;
     const summary = [
@@ -71,6 +76,7 @@ export class DeterministicAnalyser implements CallAnalyser {
         user_answers: userTurns.map((t) => t.text),
         objectives_met: met,
         objectives_total: objectives.length,
+        ...(scripted?.structured_data ?? {}),
       },
       objectives,
       recording_url: input.recordingUrl,

@@ -177,30 +177,41 @@ export async function nextPendingContacts(db: Queryable, batchId: string, listId
   return rows;
 }
 
-/** pending → calling for contacts whose call now exists; returns how many moved. */
-export async function markContactsCalling(tx: Queryable, batchId: string, contactIds: string[]): Promise<number> {
-  if (contactIds.length === 0) return 0;
-  const { rowCount } = await tx.query(
-    `UPDATE batch_contacts SET state = 'calling', dispatched_at = now()
-      WHERE batch_id = $1 AND contact_id = ANY($2::uuid[]) AND state = 'pending'`,
+/**
+ * Locks the given contacts' rows by primary key and returns those still pending. The
+ * lookup names no state on purpose: with `state = 'pending'` in the condition the planner
+ * may walk a big batch's whole pending index (its partial predicate matches) instead of
+ * probing the key, when statistics are fresh out of a bulk intake.
+ */
+async function lockPending(tx: Queryable, batchId: string, contactIds: string[]): Promise<string[]> {
+  const { rows } = await tx.query<{ contact_id: string; state: string }>(
+    'SELECT contact_id, state FROM batch_contacts WHERE batch_id = $1 AND contact_id = ANY($2::uuid[]) FOR UPDATE',
     [batchId, contactIds],
   );
-  const n = rowCount ?? 0;
-  await bumpCounts(tx, batchId, { pending: -n, calling: n });
-  return n;
+  return rows.filter((r) => r.state === 'pending').map((r) => r.contact_id);
 }
 
-/** pending → skipped with a reason; returns how many moved. */
+/** pending → calling for contacts whose call now exists; returns how many moved. Run it in a transaction. */
+export async function markContactsCalling(tx: Queryable, batchId: string, contactIds: string[]): Promise<number> {
+  if (contactIds.length === 0) return 0;
+  const pending = await lockPending(tx, batchId, contactIds);
+  if (pending.length === 0) return 0;
+  await tx.query(`UPDATE batch_contacts SET state = 'calling', dispatched_at = now() WHERE batch_id = $1 AND contact_id = ANY($2::uuid[])`, [batchId, pending]);
+  await bumpCounts(tx, batchId, { pending: -pending.length, calling: pending.length });
+  return pending.length;
+}
+
+/** pending → skipped with a reason; returns how many moved. Run it in a transaction. */
 export async function markContactsSkipped(tx: Queryable, batchId: string, contactIds: string[], reason: string): Promise<number> {
   if (contactIds.length === 0) return 0;
-  const { rowCount } = await tx.query(
-    `UPDATE batch_contacts SET state = 'skipped', skip_reason = $3, finished_at = now()
-      WHERE batch_id = $1 AND contact_id = ANY($2::uuid[]) AND state = 'pending'`,
-    [batchId, contactIds, reason],
+  const pending = await lockPending(tx, batchId, contactIds);
+  if (pending.length === 0) return 0;
+  await tx.query(
+    `UPDATE batch_contacts SET state = 'skipped', skip_reason = $3, finished_at = now() WHERE batch_id = $1 AND contact_id = ANY($2::uuid[])`,
+    [batchId, pending, reason],
   );
-  const n = rowCount ?? 0;
-  await bumpCounts(tx, batchId, { pending: -n, skipped: n });
-  return n;
+  await bumpCounts(tx, batchId, { pending: -pending.length, skipped: pending.length });
+  return pending.length;
 }
 
 /** calling → done for every contact whose call has a terminal status; returns the count by status. */

@@ -158,10 +158,12 @@ const PG_DEADLOCK_DETECTED = '40P01';
 
 /**
  * Group commit: the claims and completions of concurrent requests go to the database
- * together, one statement per batch, so the header costs a share of one round trip and
- * commit rather than two whole ones. With nothing in flight an item is sent at once, so a
- * lone request waits for nobody; while batches are in flight, arrivals gather for the
- * next one. A batch never holds one key twice (a second use waits for the next batch).
+ * together, one call per batch, so the header costs a share of one round trip and commit
+ * rather than two whole ones. With nothing in flight an item is sent at once, so a lone
+ * request waits for nobody; while a batch is in flight, arrivals gather for the next one
+ * (one in flight gave the largest batches and the best throughput in bench/idempotency.ts;
+ * a batch is a few primary-key statements that never wait on anything but other batches).
+ * A batch never holds one key twice (a second use waits for the next batch).
  */
 class GroupCommit<I, O> {
   private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
@@ -171,7 +173,7 @@ class GroupCommit<I, O> {
     private readonly send: (items: I[]) => Promise<O[]>,
     private readonly keyOf: (item: I) => string,
     private readonly maxBatch = 200,
-    private readonly maxInFlight = 2,
+    private readonly maxInFlight = 1,
   ) {}
 
   submit(item: I): Promise<O> {
@@ -209,7 +211,7 @@ class GroupCommit<I, O> {
     }
   }
 
-  // Two batches locking the same rows in opposite orders deadlock; Postgres aborts one, which is simply sent again.
+  // Batches of two processes locking the same rows in opposite orders deadlock; Postgres aborts one, which is simply sent again.
   private async sendWithRetry(items: I[]): Promise<O[]> {
     for (let attempt = 1; ; attempt += 1) {
       try {

@@ -74,6 +74,21 @@ describe('create-phone-call', () => {
     const s1 = await status(now.call_id);
     assert.ok(Math.abs(Date.parse(s1.scheduled_time) - before) < 10_000);
     assert.equal((await status(later.call_id)).scheduled_time, '2030-05-01T08:00:00.000Z');
+    // ISO 8601 without a zone is read as UTC; a date alone as its midnight.
+    const local = await createCall(team, { scheduled_time: '2030-05-01T10:00:00' });
+    assert.equal((await status(local.call_id)).scheduled_time, '2030-05-01T10:00:00.000Z');
+    const day = await createCall(team, { scheduled_time: '2030-05-02' });
+    assert.equal((await status(day.call_id)).scheduled_time, '2030-05-02T00:00:00.000Z');
+  });
+
+  test('null optional fields count as not sent', async () => {
+    const team = await createTestTeam(api.pool);
+    const phone = calleeNumber('4444');
+    const first = await createCall(team, { contact: { phone_number: phone, first_name: 'Ada', last_name: 'Byron' } });
+    const second = await createCall(team, { contact: { phone_number: phone, first_name: null, last_name: null, email: null }, scheduled_time: null, objects: null });
+    assert.equal(second.contact_id, first.contact_id);
+    const { rows } = await api.pool.query('SELECT first_name, last_name FROM contacts WHERE id = $1', [first.contact_id]);
+    assert.deepEqual(rows[0], { first_name: 'Ada', last_name: 'Byron' });
   });
 
   const invalid: [string, Record<string, unknown> | ((t: TestTeam) => Record<string, unknown>), RegExp][] = [
@@ -84,7 +99,8 @@ describe('create-phone-call', () => {
     ['an invalid callee number', { contact: { phone_number: '12' } }, /contact\.phone_number/],
     ['an invalid from_number', { from_number: 'not a number' }, /from_number/],
     ['an invalid scheduled_time', { scheduled_time: 'tomorrow' }, /scheduled_time/],
-    ['a scheduled_time without a time zone', { scheduled_time: '2030-01-01 10:00' }, /scheduled_time/],
+    ['an impossible scheduled_time', { scheduled_time: '2030-02-30T10:00:00Z' }, /scheduled_time/],
+    ['a scheduled_time that is not a string', { scheduled_time: 1767225600 }, /scheduled_time/],
     ['objects that are not an object map', { objects: { customer: 5 } }, /objects/],
   ];
   for (const [name, overrides, message] of invalid) {

@@ -56,7 +56,8 @@ export const callRoutes = [
         teamId: auth.teamId,
         fromNumber: body.from_number,
         scriptId: body.script_id,
-        contact: body.contact,
+        // A null field is one not sent: the stored value stays.
+        contact: Object.fromEntries(Object.entries(body.contact).filter(([, v]) => v !== null && v !== undefined)) as typeof body.contact & { phone_number: string },
         scheduledTime: body.scheduled_time ?? undefined,
         objects: body.objects ?? undefined,
         callId: idempotentId(ctx),

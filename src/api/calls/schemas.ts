@@ -3,25 +3,45 @@ import { z } from '../schemas.js';
 
 const str = (field: string) => z.string({ message: `${field} must be a string` });
 
+/**
+ * An ISO 8601 date-time (a date alone means its midnight; no zone means UTC), normalised to
+ * `YYYY-MM-DDTHH:MM:SS.sssZ`. Anything else, or an impossible date, is a 400 naming the field.
+ */
 const dateTime = (field: string) =>
   z
     .string({ message: `${field} must be an ISO 8601 date-time string` })
-    .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)), {
-      message: `${field} must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z`,
+    .transform((v, ctx) => {
+      const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(v.trim());
+      const [, y, mo, d, h = '00', mi = '00', sec = '00', frac = '', zone = 'Z'] = m ?? [];
+      const iso = `${y}-${mo}-${d}T${h}:${mi}:${sec}${frac.slice(0, 4)}${zone.toUpperCase() === 'Z' ? 'Z' : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone}`;
+      const time = m ? Date.parse(iso) : NaN;
+      // Date.parse rolls 2026-02-30 over to March; a real date keeps its day.
+      if (Number.isNaN(time) || !sameDay(iso, time, zone)) {
+        ctx.addIssue({ code: 'custom', message: `${field} must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z` });
+        return z.NEVER;
+      }
+      return new Date(time).toISOString();
     })
-    .openapi({ format: 'date-time', example: '2026-01-01T12:00:00Z' });
+    .openapi({ type: 'string', format: 'date-time', example: '2026-01-01T12:00:00Z' });
+
+/** Whether the calendar date written in `iso` exists (checked in the written zone). */
+function sameDay(iso: string, time: number, zone: string): boolean {
+  const offsetMinutes = zone.toUpperCase() === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2)));
+  const local = new Date(time + offsetMinutes * 60_000);
+  return local.getUTCDate() === Number(iso.slice(8, 10)) && local.getUTCMonth() + 1 === Number(iso.slice(5, 7));
+}
 
 export const callContactInput = z
   .object({
     phone_number: str('contact.phone_number').min(1, 'contact.phone_number must not be empty'),
-    first_name: str('contact.first_name').optional(),
-    last_name: str('contact.last_name').optional(),
-    email: str('contact.email').optional(),
-    address: str('contact.address').optional(),
-    location: str('contact.location').optional(),
-    gender: str('contact.gender').optional(),
-    age: z.number({ message: 'contact.age must be a number' }).optional(),
-    title: str('contact.title').optional(),
+    first_name: str('contact.first_name').nullish(),
+    last_name: str('contact.last_name').nullish(),
+    email: str('contact.email').nullish(),
+    address: str('contact.address').nullish(),
+    location: str('contact.location').nullish(),
+    gender: str('contact.gender').nullish(),
+    age: z.number({ message: 'contact.age must be a number' }).nullish(),
+    title: str('contact.title').nullish(),
   })
   .openapi('CallContactInput', { description: 'Upserted by normalised phone number; first_name and last_name (and any other field sent) are updated.' });
 

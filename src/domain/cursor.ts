@@ -9,7 +9,8 @@
  *                       ^^^^^^ microseconds of the row's timestamp
  *                             ^^^^^^^^^^^^ the row's sequence number (12 digits)
  *
- * is a valid date-time (parsers read it as 12:00:00.123) and an exact position. A plain
+ * is a valid RFC 3339 date-time and an exact position (V8's Date.parse reads such long
+ * fractions loosely: the cursor is a position, not an instant to compute with). A plain
  * date-time sent as cursor means "rows strictly older than this instant".
  */
 

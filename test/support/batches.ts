@@ -93,6 +93,12 @@ export function batchDeps(pool: Pool, temporal: BatchServiceDeps['temporal'], co
 const STAND_IN_PATH = path.join(PROJECT_ROOT, 'test', 'workflows', 'batchCallStandIn.ts');
 let standInBundle: Promise<WorkflowBundle> | undefined;
 
+/** The bundle of test/workflows/batchCallStandIn.ts: the real batch workflow and the stand-in call workflow. */
+export function batchTestBundle(): Promise<WorkflowBundle> {
+  standInBundle ??= bundleWorkflowCode({ workflowsPath: STAND_IN_PATH, logger: new DefaultLogger('WARN') });
+  return standInBundle;
+}
+
 /**
  * A worker for batch workflow tests: the real batch workflow and every real activity, with
  * the lean stand-in call workflow of test/workflows/batchCallStandIn.ts (bundled once).
@@ -100,11 +106,10 @@ let standInBundle: Promise<WorkflowBundle> | undefined;
  * workflow tasks of a stopped worker off its sticky queue, so that worker must not have one.
  */
 export async function createBatchWorker(env: TestWorkflowEnvironment, pool: Pool, config: Config, options: { maxCachedWorkflows?: number } = {}): Promise<Worker> {
-  standInBundle ??= bundleWorkflowCode({ workflowsPath: STAND_IN_PATH, logger: new DefaultLogger('WARN') });
   return Worker.create({
     connection: env.nativeConnection,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    workflowBundle: await standInBundle,
+    workflowBundle: await batchTestBundle(),
     activities: createActivities({ config, pool, logger: createLogger('silent'), temporal: env.client }),
     ...options,
   });

@@ -3,9 +3,13 @@
 // batchCallStandIn.ts (real slots under the team ceiling, real call rows). The real call
 // workflow under a batch is covered by test/e2e/batches.test.ts.
 import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import proto from '@temporalio/proto';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { batchCounts } from '../../src/db/repositories/batches.js';
 import { removeContactsFromList, softDeleteList, addExistingContactsToList } from '../../src/db/repositories/lists.js';
@@ -14,8 +18,15 @@ import { advanceBatch, batchCallId, cancelBatch, createBatch, pauseBatch, resume
 import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { batchStateQuery, batchWorkflowId, type BatchWorkflowResult } from '../../workflows/contracts.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
-import { addContacts, batchDeps, createBatchWorker, batchTestConfig, calleeNumbers, callsPerContact, countCalls, listWithContacts, maxInProgress } from '../support/batches.js';
+import { addContacts, batchDeps, batchTestBundle, createBatchWorker, batchTestConfig, calleeNumbers, callsPerContact, countCalls, listWithContacts, maxInProgress } from '../support/batches.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+
+const { History } = proto.temporal.api.history.v1;
+// Recorded histories (protobuf) of earlier runs of the batch workflow; the replay test at
+// the end guards determinism. RECORD_BATCH_HISTORIES=1 re-records them from this run (only
+// when the workflow changes on purpose in a way running batches cannot replay).
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'batchHistories');
+const RECORD = process.env.RECORD_BATCH_HISTORIES === '1';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -45,6 +56,14 @@ async function startBatch(team: TestTeam, listId: string, opts: { startAt?: Date
 const handle = (batchId: string) => env.client.workflow.getHandle(batchWorkflowId(batchId));
 /** Awaiting the result lets the test server skip time until the batch ends. */
 const finished = (batchId: string): Promise<BatchWorkflowResult> => handle(batchId).result();
+
+/** Keeps the (last run's) history of a batch for the replay test, when recording. */
+async function record(batchId: string, name: string): Promise<void> {
+  if (!RECORD) return;
+  mkdirSync(HISTORIES_DIR, { recursive: true });
+  const history = await handle(batchId).fetchHistory();
+  writeFileSync(path.join(HISTORIES_DIR, `batch-${name}.bin`), History.encode(history).finish());
+}
 
 function assertEachCalledOnce(perContact: Map<string, number>, contactIds: string[]) {
   assert.equal(perContact.size, contactIds.length, 'every contact has a call');
@@ -93,6 +112,7 @@ describe('batch workflow', () => {
     assert.deepEqual(result.progress.done, { completed: 18 });
     assert.equal(result.progress.total, 18);
     assertEachCalledOnce(await callsPerContact(pool, team.teamId), [...contactIds, ...later]);
+    await record(batch.id, 'added-mid-batch');
   });
 
   test('contacts added through the lists service reach a waiting batch at once, without waiting for its poll', async () => {
@@ -163,6 +183,7 @@ describe('batch workflow', () => {
     assert.equal(result.status, 'completed');
     const { rows } = await pool.query('SELECT min(actual_time) AS first FROM calls WHERE team_id = $1', [team.teamId]);
     assert.ok(rows[0].first.getTime() >= startAt.getTime(), 'the first call started at or after start_at');
+    await record(batch.id, 'start-time');
   });
 
   test('pause stops new calls; resume carries on and still calls everyone once', async () => {
@@ -187,6 +208,7 @@ describe('batch workflow', () => {
     const result = await finished(batch.id);
     assert.equal(result.status, 'completed');
     assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
+    await record(batch.id, 'paused-resumed');
   });
 
   test('cancel ends the batch: waiting calls are cancelled, no new call goes out', async () => {
@@ -209,6 +231,7 @@ describe('batch workflow', () => {
     assert.equal(view.progress.done_total, made);
     await assert.rejects(resumeBatch(deps, batch.id), /Batch cannot be resumed: its status is cancelled/);
     assert.equal((await cancelBatch(deps, batch.id)).status, 'cancelled', 'cancelling again answers the cancelled batch');
+    await record(batch.id, 'cancelled');
   });
 
   test('deleting the list ends the batch as cancelled (list_deleted)', async () => {
@@ -238,6 +261,7 @@ describe('batch workflow', () => {
     // The last run holds its own few ticks, not the batch's whole past.
     const history = await handle(batch.id).fetchHistory();
     assert.ok((history.events?.length ?? 0) < 80, `a short history (${history.events?.length} events)`);
+    await record(batch.id, 'continued-as-new');
   });
 
   test('a worker restart mid-batch loses nothing and calls no one twice', async () => {
@@ -287,6 +311,15 @@ describe('batch workflow', () => {
     assert.deepEqual(counters, Object.fromEntries(rows.rows.map((r) => [r.bucket, r.n])));
     assert.deepEqual(counters, { 'done:completed': 45 });
     await handle(batch.id).terminate('driven by hand in this test');
+  });
+
+  test('recorded histories of earlier batches replay without nondeterminism', async () => {
+    const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.bin'));
+    assert.ok(files.length >= 5, `recorded histories in ${HISTORIES_DIR}`);
+    for (const file of files) {
+      const history = History.decode(readFileSync(path.join(HISTORIES_DIR, file)));
+      await Worker.runReplayHistory({ workflowBundle: await batchTestBundle() }, history, file);
+    }
   });
 });
 

@@ -128,7 +128,7 @@ async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan): Pro
  * An answered simulated call: the script runtime (workflows/scriptRuntime.ts) runs the
  * call's script step by step against the simulated callee, writing turns and System Notes
  * as it goes; the call then lasts out its talk time. An invalid script or one that never
- * reaches an end fails the call (provider_error / call_timeout) instead of completing it.
+ * reaches an end fails the call (provider_error) instead of completing it.
  */
 async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan): Promise<ConversationOutcome> {
   const started = Date.now();
@@ -141,7 +141,8 @@ async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan
   );
   const cut = await followEvents(ctx, plan.talkSeconds * 1000 - (Date.now() - started));
   if (cut) return cut;
-  if (!run.completed) return { status: 'failed', endReason: run.error === 'step_limit' ? 'call_timeout' : 'provider_error' };
+  // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
+  if (!run.completed) return { status: 'failed', endReason: 'provider_error' };
   return { status: plan.status, endReason: plan.endReason };
 }
 

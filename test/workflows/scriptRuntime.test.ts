@@ -354,7 +354,7 @@ describe('runtime guards and visibility', () => {
     const callId = await placeCall(team, { script_id: scriptId, contact: { phone_number: calleeNumber('4444'), first_name: 'Loop' } });
     const call = await callResult(team, callId);
     assert.equal(call.status, 'failed');
-    assert.equal(call.end_reason, 'call_timeout');
+    assert.equal(call.end_reason, 'provider_error');
     assert.ok(call.system_notes.some((n: Note) => n.kind === 'script_error' && n.text.includes(`${MAX_SCRIPT_STEPS} steps`)));
   });
 

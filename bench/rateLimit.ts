@@ -8,7 +8,8 @@
 //
 // Knobs (environment): BENCH_ROUNDS (default 15), BENCH_REQUESTS per round and mode (default
 // 600), BENCH_CONCURRENCY (default 16), BENCH_KEYS (API keys, one team each; default 50),
-// BENCH_IPS (client addresses sent as X-Forwarded-For; default 256).
+// BENCH_IPS (client addresses sent as X-Forwarded-For; default 256), BENCH_MODES (a comma-
+// separated subset of off,redis,memory, e.g. to profile one).
 //
 // Every limit is raised to 1,000,000 so no request is rejected (a 429 is cheaper than a
 // 200 and would flatter the limiter) while each request still does the full work: two
@@ -40,7 +41,7 @@ const KEYS = Number(process.env.BENCH_KEYS ?? 50);
 const IPS = Number(process.env.BENCH_IPS ?? 256);
 
 type Mode = 'off' | 'redis' | 'memory';
-const MODES: Mode[] = ['off', 'redis', 'memory'];
+const MODES: Mode[] = (process.env.BENCH_MODES?.split(',') as Mode[] | undefined) ?? ['off', 'redis', 'memory'];
 
 // The load generator is a child process (plain JS, keep-alive HTTP): the client's work shares
 // neither the API's event loop nor its CPU account, so process.cpuUsage() here is the API's.
@@ -224,6 +225,7 @@ async function main(): Promise<void> {
       process.stdout.write(`  round ${String(round + 1).padStart(2)}: ${line.join(' | ')}\n`);
     }
 
+    if (!MODES.includes('off')) return;
     const median = (xs: number[]) => {
       const sorted = [...xs].sort((a, b) => a - b);
       const mid = Math.floor(sorted.length / 2);
@@ -249,7 +251,7 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`limiter off:        ${describe('off')}\n`);
     const pairedRatio: Partial<Record<Mode, number>> = {};
-    for (const mode of ['redis', 'memory'] as const) {
+    for (const mode of (['redis', 'memory'] as const).filter((m) => MODES.includes(m))) {
       const s = summary[mode];
       // Paired by round: drift of a shared machine between rounds cancels out.
       pairedRatio[mode] = median(totals[mode].rps.map((rps, i) => rps / totals.off.rps[i]));
@@ -260,6 +262,7 @@ async function main(): Promise<void> {
           `p99 ${(s.p99 / off.p99).toFixed(3)}; CPU per request ${cpuRatio.toFixed(3)}\n`,
       );
     }
+    if (!MODES.includes('redis')) return;
     const stats = (await redis.info('commandstats')).split('\n').filter((l) => /^cmdstat_(evalsha|eval|zrem):/.test(l));
     const calls = stats.reduce((n, l) => n + Number(/calls=(\d+)/.exec(l)?.[1] ?? 0), 0);
     const usec = stats.reduce((n, l) => n + Number(/usec=(\d+)/.exec(l)?.[1] ?? 0), 0);

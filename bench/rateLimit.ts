@@ -54,7 +54,8 @@ let seq = 0;
 function get(port) {
   const n = seq++;
   const target = workerData.targets[n % workerData.targets.length];
-  const ip = '10.77.' + ((n >> 8) % workerData.ips % 256) + '.' + (n % Math.min(256, workerData.ips));
+  const a = n % workerData.ips;
+  const ip = '10.77.' + ((a >> 8) & 255) + '.' + (a & 255);
   const headers = { Authorization: 'Bearer ' + target.apiKey, 'X-Forwarded-For': ip };
   const started = performance.now();
   return new Promise((resolve, reject) => {

@@ -10,6 +10,7 @@ import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
 import { ConfigError, loadConfig, type Config } from './config/index.js';
 import type { Pool } from './db/pool.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
+import { installBatchIntakeNotifier } from './services/batches.js';
 import { createLogger, type Logger } from './logging/logger.js';
 
 export interface RunningApi {
@@ -22,6 +23,8 @@ export interface RunningApi {
 export async function startApi(opts: { config: Config; pool: Pool; temporal: Client; logger: Logger; redis?: Redis; port?: number; routes?: RouteDefinition[] }): Promise<RunningApi> {
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
+  // List additions made through this API wake the batches that use the list at once.
+  installBatchIntakeNotifier(opts);
   const app = createApp({ ...opts, keyUsage }, opts.routes);
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve, reject) => {

@@ -1,13 +1,13 @@
 import { randomInt } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { generateApiKey } from '../../domain/apiKeys.js';
-import { generateHookToken, hookPath } from '../../domain/hookTokens.js';
+import { generateHookToken } from '../../domain/hookTokens.js';
 import { normalizePhoneNumber } from '../../domain/phone.js';
 import { DEMO_SCRIPT } from '../../domain/scripts/demoScript.js';
 import { parseScriptDefinition } from '../../domain/scripts/definition.js';
 import { withTransaction, type Queryable } from '../../db/pool.js';
 import { insertApiKey, listApiKeys, revokeApiKey } from '../../db/repositories/apiKeys.js';
-import { insertHook, type HookAutomation } from '../../db/repositories/hooks.js';
+import { createHook } from '../../services/hooks.js';
 import { addPhoneNumber } from '../../db/repositories/phoneNumbers.js';
 import { insertScript } from '../../db/repositories/scripts.js';
 import { findTeam, insertTeam } from '../../db/repositories/teams.js';
@@ -31,12 +31,6 @@ async function createKey(db: Queryable, teamId: string, name: string) {
   const key = generateApiKey();
   const record = await insertApiKey(db, { teamId, prefix: key.prefix, hash: key.hash, name });
   return { key_id: record.id, api_key: key.apiKey, prefix: record.prefix, name: record.name };
-}
-
-async function createHook(db: Queryable, teamId: string, secret: string | null, automation: HookAutomation) {
-  const { token, hash } = generateHookToken();
-  const hook = await insertHook(db, { teamId, tokenHash: hash, secret, automation });
-  return { id: hook.id, token, path: hookPath(token), secret };
 }
 
 /** A random valid US number for a demo team (area codes of large US cities). */
@@ -64,7 +58,11 @@ export const coreCommands: CliCommand[] = [
         const script = await insertScript(db, { teamId: team.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
         const number = await addPhoneNumber(db, team.id, demoPhoneNumber());
         const secret = `whsec_${generateHookToken().token.slice(3)}`;
-        const hook = await createHook(db, team.id, secret, { kind: 'schedule_call', script_id: script.id, from_number: number.phone_number });
+        const { automation: _automation, ...hook } = await createHook(db, {
+          teamId: team.id,
+          secret,
+          automation: { kind: 'schedule_call', script_id: script.id, from_number: number.phone_number },
+        });
         return { team_id: team.id, api_key: key.api_key, key_id: key.key_id, script_id: script.id, from_number: number.phone_number, hook };
       });
     },

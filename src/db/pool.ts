@@ -9,7 +9,8 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
 
 export function createPool(connectionString: string, max = 10): Pool {
-  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  // allowExitOnIdle: an idle pool never keeps a CLI run or a test process alive.
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;

@@ -7,8 +7,13 @@
 // env.sleep(). Automatic skipping is avoided on purpose: with several workflows and
 // activities in flight it fires timers (activity timeouts among them) out of turn.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import proto from '@temporalio/proto';
+import { Worker as ReplayWorker } from '@temporalio/worker';
+import { workflowBundle } from '../../src/temporal/worker.js';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
@@ -23,6 +28,13 @@ import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+
+const { History } = proto.temporal.api.history.v1;
+// Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
+// RECORD_CALL_HISTORIES=1 re-records them from this run (only when the workflow changes on
+// purpose in a way that old runs cannot replay).
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'callHistories');
+const RECORD = process.env.RECORD_CALL_HISTORIES === '1';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -56,6 +68,14 @@ async function schedule(team: TestTeam, lastFour: string, extra: { scheduledTime
     contact: { phone_number: extra.phone ?? calleeNumber(lastFour), first_name: 'Ada', last_name: 'Lovelace' },
     scheduledTime: extra.scheduledTime,
   });
+}
+
+/** With RECORD_CALL_HISTORIES=1: keeps the closed call's history for the replay test. */
+async function record(callId: string, name: string): Promise<void> {
+  if (!RECORD) return;
+  mkdirSync(HISTORIES_DIR, { recursive: true });
+  const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+  writeFileSync(path.join(HISTORIES_DIR, `call-${name}.bin`), History.encode(history).finish());
 }
 
 /**
@@ -160,6 +180,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
     const cancelled = await cancelCall(deps, team.teamId, call.callId);
     assert.equal(cancelled.status, 'cancelled');
     assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'cancelled', endReason: 'cancelled' });
+    await record(call.callId, 'cancelled-before-start');
     const row = await callRow(pool, call.callId);
     assert.equal(row.actual_time, null);
     assert.equal(row.analysed_at, null);
@@ -176,6 +197,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
     const phone = calleeNumber('0001');
     const first = await schedule(team, '0001', { phone });
     assert.equal((await result(first.callId)).status, 'rang-out');
+    await record(first.callId, 'rang-out');
     const retried = await retryCall(deps, team.teamId, first.callId);
     assert.notEqual(retried.callId, first.callId);
     assert.equal(retried.status, 'scheduled');
@@ -216,6 +238,7 @@ describe('call workflow: the concurrency ceiling', () => {
     assert.ok(Math.max(starts[0], starts[1]) < Math.min(starts[2], starts[3], starts[4]), 'the first two went first');
     assert.ok(rows[2].actual_time! >= rows[0].end_time! || rows[2].actual_time! >= rows[1].end_time!, 'the third waited for a slot');
     assert.equal(await countLiveSlots(pool, team.teamId), 0);
+    await record(calls[4].callId, 'waited-for-a-slot');
   });
 });
 
@@ -262,6 +285,7 @@ describe('call workflow: provider events and web calls', () => {
     assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'hang-up', endReason: 'User Hangup' });
     const row = await callRow(pool, call.callId);
     assert.equal(row.transcript, 'Agent: Hello there.\nUser: Hi!', 'a redelivered event_id is applied once');
+    await record(call.callId, 'web-events-hang-up');
   });
 
   test('a web call nobody connects to within two minutes ends failed / not_connected', async () => {
@@ -272,6 +296,7 @@ describe('call workflow: provider events and web calls', () => {
     assert.equal((await callRow(pool, call.callId)).status, 'scheduled', 'still waiting before two minutes');
     await env.sleep(10_000);
     assert.deepEqual(await result(call.callId), { callId: call.callId, status: 'failed', endReason: 'not_connected' });
+    await record(call.callId, 'web-not-connected');
     const row = await callRow(pool, call.callId);
     assert.equal(row.actual_time, null);
     assert.equal(row.duration, 0);
@@ -303,7 +328,7 @@ describe('call workflow: crashes', () => {
 
   test('an open call whose workflow is gone is ended failed / workflow_lost and frees its slot', async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 1 });
-    const call = await schedule(team, '1111', { scheduledTime: new Date(Date.now() - 1000) });
+    const call = await schedule(team, '1111', { scheduledTime: new Date(Date.now() - 60_000) });
     await waitForCall(pool, call.callId, (c) => c.status === 'in-progress');
     await env.client.workflow.getHandle(callWorkflowId(call.callId)).terminate('operator test');
     assert.equal(await countLiveSlots(pool, team.teamId), 1, 'the slot is held while the row is open');
@@ -314,5 +339,17 @@ describe('call workflow: crashes', () => {
     assert.equal(row.status, 'failed');
     assert.equal(row.end_reason, 'workflow_lost');
     assert.equal(await countLiveSlots(pool, team.teamId), 0, 'the slot is free');
+  });
+});
+
+describe('call workflow: determinism', () => {
+  test('recorded call histories replay against the current workflow code', async () => {
+    const files = readdirSync(HISTORIES_DIR).filter((f) => f.startsWith('call-') && f.endsWith('.bin'));
+    assert.ok(files.length >= 5, `recorded histories in ${HISTORIES_DIR}`);
+    const bundle = await workflowBundle();
+    for (const file of files) {
+      const history = History.decode(readFileSync(path.join(HISTORIES_DIR, file)));
+      await ReplayWorker.runReplayHistory({ workflowBundle: bundle }, history, file);
+    }
   });
 });

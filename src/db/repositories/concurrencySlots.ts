@@ -10,8 +10,9 @@
  * serialises acquisitions without blocking inserts that reference the team), so the count
  * it reads is exact under any concurrency.
  *
- * Phone calls that are due wait in call_slot_waiters and are served first come first
- * served (by scheduled_time, then creation order).
+ * Phone calls never fail for lack of a slot: they are served in order of scheduled_time,
+ * then creation, among the team's due calls that have no slot yet (whether or not their
+ * workflow has asked yet); call_slot_waiters records the ones that asked and wait.
  */
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../pool.js';
 
@@ -96,7 +97,7 @@ export type CallSlotResult =
 
 /**
  * The call-side acquire, first come first served: registers the call as a waiter and
- * grants it a slot when fewer waiters are ahead of it than there are free slots. Calling
+ * grants it a slot when fewer due calls are ahead of it than there are free slots. Calling
  * it again is safe: a call that already holds its slot is granted again, and a call that
  * is no longer scheduled (cancelled meanwhile) is told so and leaves the queue.
  */
@@ -118,11 +119,15 @@ export async function acquireCallSlot(db: Pool, teamId: string, callId: string):
     if (held.rowCount) return { granted: true, maxConcurrent };
     await client.query('INSERT INTO call_slot_waiters (call_id, team_id) VALUES ($1, $2) ON CONFLICT (call_id) DO NOTHING', [callId, teamId]);
     const live = await liveSlotCount(client, teamId);
+    // Ahead of this call: every due phone call of the team scheduled before it (then created
+    // before it) that has no slot yet, whether or not its workflow has asked yet.
     const { rows: ahead } = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n
-         FROM call_slot_waiters w JOIN calls c ON c.id = w.call_id
-         JOIN calls me ON me.id = $2
-        WHERE w.team_id = $1 AND w.call_id <> $2 AND (c.scheduled_time, c.seq) < (me.scheduled_time, me.seq)`,
+         FROM calls c JOIN calls me ON me.id = $2
+        WHERE c.team_id = $1 AND c.status = 'scheduled' AND c.type <> 'web' AND c.id <> $2
+          AND c.scheduled_time <= clock_timestamp()
+          AND (c.scheduled_time, c.seq) < (me.scheduled_time, me.seq)
+          AND NOT EXISTS (SELECT 1 FROM concurrency_slots s WHERE s.call_id = c.id)`,
       [teamId, callId],
     );
     const position = ahead[0].n;
@@ -134,19 +139,20 @@ export async function acquireCallSlot(db: Pool, teamId: string, callId: string):
 }
 
 /**
- * The waiting calls of a team that a free slot could serve now, first in line first: the
+ * The due calls of a team that the free slots could serve now, first in line first: the
  * ones to wake after a release. No lock: the acquire itself decides.
  */
 export async function slotWaitersToWake(db: Queryable, teamId: string): Promise<string[]> {
-  const { rows } = await db.query<{ call_id: string }>(
+  const { rows } = await db.query<{ id: string }>(
     `WITH free AS (
        SELECT t.max_concurrent - (SELECT count(*) FROM concurrency_slots s WHERE s.team_id = t.id AND ${LIVE_SLOT}) AS n
          FROM teams t WHERE t.id = $1)
-     SELECT w.call_id FROM call_slot_waiters w JOIN calls c ON c.id = w.call_id
-      WHERE w.team_id = $1 AND c.status = 'scheduled'
+     SELECT c.id FROM calls c
+      WHERE c.team_id = $1 AND c.status = 'scheduled' AND c.type <> 'web' AND c.scheduled_time <= clock_timestamp()
+        AND NOT EXISTS (SELECT 1 FROM concurrency_slots s WHERE s.call_id = c.id)
       ORDER BY c.scheduled_time, c.seq
       LIMIT GREATEST((SELECT n FROM free), 0)`,
     [teamId],
   );
-  return rows.map((r) => r.call_id);
+  return rows.map((r) => r.id);
 }

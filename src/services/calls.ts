@@ -25,7 +25,7 @@ import {
   type CallRecord,
 } from '../db/repositories/calls.js';
 import { findContactById, isUuid, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
-import { slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
+import { releaseSlot, slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { isRetryable, type CallType } from '../domain/calls.js';
@@ -233,6 +233,15 @@ export async function wakeSlotWaiters(deps: Pick<CallServiceDeps, 'pool' | 'temp
     ),
   );
   return callIds.length;
+}
+
+/**
+ * Frees a slot (a web session's or a call's) and wakes the calls of its team that can use
+ * it now. For slots freed outside the call workflow, e.g. a web session that ends unused.
+ */
+export async function releaseSlotAndWake(deps: Pick<CallServiceDeps, 'pool' | 'temporal' | 'logger'>, holderId: string): Promise<void> {
+  const teamId = await releaseSlot(deps.pool, holderId);
+  if (teamId) await wakeSlotWaiters(deps, teamId);
 }
 
 export interface ReconcileReport {

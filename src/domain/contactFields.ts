@@ -1,0 +1,12 @@
+/** Contact fields a caller may set (api-v1.md, Contact); phone_number already in E.164. */
+export interface ContactFields {
+  phone_number: string;
+  first_name?: string;
+  last_name?: string;
+  email?: string;
+  address?: string;
+  location?: string;
+  gender?: string;
+  age?: number;
+  title?: string;
+}

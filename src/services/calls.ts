@@ -204,7 +204,7 @@ export async function retryCall(
 ): Promise<ScheduledCall> {
   const original = await findTeamCall(deps.pool, teamId, originalCallId);
   if (!original) throw notFound(CALL_NOT_FOUND);
-  if (original.type === 'web') throw conflict('Web calls cannot be retried', { status: original.status });
+  if (original.type === 'web') throw conflict(`Call cannot be retried: it is a web call (its status is ${original.status})`, { status: original.status });
   if (!isRetryable(original)) throw conflict(`Call cannot be retried: its status is ${original.status}`, { status: original.status });
   return scheduleCall(deps, {
     teamId,

@@ -321,7 +321,7 @@ describe('cancel-call and retry-call', () => {
     await completeCall(api.pool, w.callId, { status: 'failed', endReason: 'not_connected', endTime: new Date(), progress: 'done' });
     const res = await api.request('POST', `/api/v1/retry-call/${w.callId}`, { key: team.apiKey });
     assert.equal(res.status, 409);
-    assert.equal(res.json.message, 'Web calls cannot be retried');
+    assert.equal(res.json.message, 'Call cannot be retried: it is a web call (its status is failed)');
   });
 });
 

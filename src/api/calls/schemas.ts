@@ -1,4 +1,6 @@
 import { CALL_PROGRESS, CALL_STATUSES, CALL_TYPES, END_REASONS } from '../../domain/calls.js';
+import { contactUpsertBody } from '../contacts/schemas.js';
+import { objectsMapSchema } from '../objects/schemas.js';
 import { z } from '../schemas.js';
 
 const str = (field: string) => z.string({ message: `${field} must be a string` });
@@ -31,33 +33,13 @@ function sameDay(iso: string, time: number, zone: string): boolean {
   return local.getUTCDate() === Number(iso.slice(8, 10)) && local.getUTCMonth() + 1 === Number(iso.slice(5, 7));
 }
 
-export const callContactInput = z
-  .object({
-    phone_number: str('contact.phone_number').min(1, 'contact.phone_number must not be empty'),
-    first_name: str('contact.first_name').nullish(),
-    last_name: str('contact.last_name').nullish(),
-    email: str('contact.email').nullish(),
-    address: str('contact.address').nullish(),
-    location: str('contact.location').nullish(),
-    gender: str('contact.gender').nullish(),
-    age: z.number({ message: 'contact.age must be a number' }).nullish(),
-    title: str('contact.title').nullish(),
-  })
-  .openapi('CallContactInput', { description: 'Upserted by normalised phone number; first_name and last_name (and any other field sent) are updated.' });
-
-export const objectsMap = z
-  .record(z.string(), z.record(z.string(), z.unknown(), { message: 'each entry of objects must be an object of properties' }), {
-    message: 'objects must be an object mapping object type names to properties',
-  })
-  .openapi('ObjectsMap', { description: 'Object type name → properties; each object is upserted and linked to the contact.' });
-
 export const createPhoneCallBody = z
   .object({
     from_number: str('from_number').min(1, 'from_number must not be empty'),
     script_id: str('script_id').min(1, 'script_id must not be empty'),
-    contact: callContactInput,
+    contact: contactUpsertBody,
     scheduled_time: dateTime('scheduled_time').nullish(),
-    objects: objectsMap.nullish(),
+    objects: objectsMapSchema.nullish(),
   })
   .openapi('CreatePhoneCallRequest');
 

@@ -10,13 +10,9 @@ import { runAuthCheck, type AuthCheckSettings } from '../src/domain/authCheck/in
 import { parseScriptDefinition } from '../src/domain/scripts/definition.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
 import { getVariable, type Scope } from '../src/domain/scripts/templates.js';
+import { upperMedian } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 /** Median time of one call of fn, in microseconds, over ROUNDS rounds of `iterations` calls. */
 function measure(iterations: number, fn: () => unknown): number {
@@ -27,7 +23,7 @@ function measure(iterations: number, fn: () => unknown): number {
     for (let i = 0; i < iterations; i++) fn();
     rounds.push(((performance.now() - start) * 1000) / iterations);
   }
-  return median(rounds);
+  return upperMedian(rounds);
 }
 
 const run = (settings: AuthCheckSettings, scope: Scope) => runAuthCheck(settings, { lookup: (n) => getVariable(scope, n), region: 'US', transcript: [] });

@@ -19,13 +19,8 @@
 // calls by updating their rows. Knobs: BENCH_BIG (100000), BENCH_SMALL (1000),
 // BENCH_TICKS (40) steady ticks per batch, BENCH_CHURN_ROUNDS (20), BENCH_CHURN (5),
 // BENCH_CEILING (10) team ceiling (window = ceiling × BATCH_WINDOW_FACTOR = 20).
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { loadConfig } from '../src/config/index.js';
-import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, withTransaction, type Pool } from '../src/db/pool.js';
 import { batchCounts, intakeListMembers } from '../src/db/repositories/batches.js';
@@ -35,7 +30,8 @@ import { insertScript } from '../src/db/repositories/scripts.js';
 import { insertTeam } from '../src/db/repositories/teams.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
 import { advanceBatch, batchCallId, createBatch, showBatch, type BatchServiceDeps } from '../src/services/batches.js';
-import { createLocalEnv } from '../test/support/temporal.js';
+import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase } from './support/environment.js';
+import { median, out } from './support/stats.js';
 
 const BIG = Number(process.env.BENCH_BIG ?? 100_000);
 const SMALL = Number(process.env.BENCH_SMALL ?? 1_000);
@@ -44,13 +40,7 @@ const CHURN_ROUNDS = Number(process.env.BENCH_CHURN_ROUNDS ?? 20);
 const CHURN = Number(process.env.BENCH_CHURN ?? 5);
 const CEILING = Number(process.env.BENCH_CEILING ?? 10);
 
-const median = (values: number[]) => {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
-const out = (line: string) => process.stdout.write(`${line}\n`);
 
 interface Subject {
   label: string;
@@ -87,21 +77,11 @@ async function endCalls(pool: Pool, s: Subject, n: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-batches-'));
-  if (process.getuid?.() === 0) chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  let env: TestWorkflowEnvironment | undefined;
-  let connection: Connection | undefined;
-  let temporal: Client;
-  if (process.env.TEMPORAL_ADDRESS) {
-    connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
-    temporal = new Client({ connection });
-  } else {
-    env = await createLocalEnv();
-    temporal = env.client;
-  }
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', TEMPORAL_TASK_QUEUE: 'bench-batches-idle' });
+  const tmp = benchTempDir('bench-batches-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp);
+  const server = await connectBenchTemporal();
+  const { client: temporal, env } = server;
+  const config = benchConfig(databaseUrl, { TEMPORAL_TASK_QUEUE: 'bench-batches-idle' });
   const pool = createPool(databaseUrl, 10);
   const deps: BatchServiceDeps = { pool, temporal, config };
   try {
@@ -177,8 +157,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await pool.end();
-    await connection?.close();
-    await env?.teardown();
+    await server.close();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }

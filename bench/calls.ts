@@ -16,28 +16,18 @@
 // BENCH_CONCURRENCY (default "1,8,32"), BENCH_BIG_TEAM (default 100000) calls in the
 // paging team, BENCH_PAGE_ROUNDS (default 15) rounds of 10 requests per page, alternating
 // first and deep pages. Rate limits are off.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { allRoutes } from '../src/api/routes.js';
-import { loadConfig } from '../src/config/index.js';
-import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { insertApiKey } from '../src/db/repositories/apiKeys.js';
 import { addPhoneNumber } from '../src/db/repositories/phoneNumbers.js';
 import { insertScript } from '../src/db/repositories/scripts.js';
-import { insertTeam } from '../src/db/repositories/teams.js';
-import { generateApiKey } from '../src/domain/apiKeys.js';
 import { encodeCursor } from '../src/domain/cursor.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
-import { createLogger } from '../src/logging/logger.js';
-import { startApi } from '../src/server.js';
 import { callWorkflowId } from '../workflows/contracts.js';
-import { createLocalEnv } from '../test/support/temporal.js';
+import { insertTeamWithKey, jsonRequester, startBenchApi, type BenchApi } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase } from './support/environment.js';
+import { median, quantile } from './support/stats.js';
 
 const CREATE_CALLS = Number(process.env.BENCH_CREATE_CALLS ?? 400);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
@@ -45,56 +35,26 @@ const BIG_TEAM = Number(process.env.BENCH_BIG_TEAM ?? 100_000);
 const PAGE_ROUNDS = Number(process.env.BENCH_PAGE_ROUNDS ?? 15);
 const TASK_QUEUE = 'bench-calls-no-worker';
 
-const median = (values: number[]) => {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
-const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-calls-'));
-  if (process.getuid?.() === 0) chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  let env: TestWorkflowEnvironment | undefined;
-  let temporal: Client;
-  if (process.env.TEMPORAL_ADDRESS) {
-    temporal = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }) });
-  } else {
-    env = await createLocalEnv();
-    temporal = env.client;
-  }
-  const config = loadConfig({
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'silent',
-    RATE_LIMITS_ENABLED: 'false',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-  });
+  const tmp = benchTempDir('bench-calls-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp);
+  const server = await connectBenchTemporal();
+  const { client: temporal, env } = server;
+  const config = benchConfig(databaseUrl, { ...API_BENCH_SETTINGS, TEMPORAL_TASK_QUEUE: TASK_QUEUE });
   const pool = createPool(databaseUrl, 20);
-  let api: Awaited<ReturnType<typeof startApi>> | undefined;
+  let served: BenchApi | undefined;
   try {
     await migrate(pool);
     const newTeam = async (name: string) => {
-      const team = await insertTeam(pool, { name, maxConcurrent: 10 });
-      const key = generateApiKey();
-      await insertApiKey(pool, { teamId: team.id, prefix: key.prefix, hash: key.hash, name: 'bench' });
+      const team = await insertTeamWithKey(pool, name);
       const script = await insertScript(pool, { teamId: team.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
       const number = await addPhoneNumber(pool, team.id, '+12125550100');
-      return { id: team.id, key: key.apiKey, scriptId: script.id, from: number.phone_number };
+      return { id: team.id, key: team.key, scriptId: script.id, from: number.phone_number };
     };
-    api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
-    const base = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
-    const request = async (key: string, method: string, p: string, body?: unknown) => {
-      const res = await fetch(base + p, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      const json = (await res.json()) as Record<string, any>;
-      if (res.status >= 300) throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(json)}`);
-      return json;
-    };
+    served = await startBenchApi(config, pool, temporal);
+    const request = jsonRequester(served.base);
     process.stdout.write(
       `${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(1)}, ${embedded ? 'embedded Postgres' : 'DATABASE_URL'}, ${env ? 'Temporal dev server (in memory)' : 'TEMPORAL_ADDRESS'}\n\n`,
     );
@@ -206,9 +166,9 @@ async function main(): Promise<void> {
     );
     process.stdout.write(`  plan of the deep page:\n${plan.rows.map((r) => `    ${r['QUERY PLAN']}`).join('\n')}\n`);
   } finally {
-    await api?.close();
+    await served?.api.close();
     await pool.end();
-    await env?.teardown();
+    await server.close();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -15,23 +15,15 @@
 // BENCH_BIG_TEAM (default 1000000) contacts in the big team, BENCH_GET_ROUNDS (default 10)
 // rounds of BENCH_GET_CHUNK (default 200) lookups per team, alternating teams so that the
 // load of a shared machine hits both alike. Rate limits are off.
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
-import { allRoutes } from '../src/api/routes.js';
-import { loadConfig } from '../src/config/index.js';
-import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { insertApiKey } from '../src/db/repositories/apiKeys.js';
-import { insertTeam } from '../src/db/repositories/teams.js';
-import { generateApiKey } from '../src/domain/apiKeys.js';
 import { addToList } from '../src/services/lists.js';
-import { createLogger } from '../src/logging/logger.js';
-import { startApi } from '../src/server.js';
+import { insertTeamWithKey, jsonRequester, startBenchApi, type BenchApi } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, undialledTemporalClient } from './support/environment.js';
+import { median, quantile } from './support/stats.js';
 
 const ADD_RUNS = Number(process.env.BENCH_ADD_RUNS ?? 30);
 const BIG_TEAM = Number(process.env.BENCH_BIG_TEAM ?? 1_000_000);
@@ -47,12 +39,6 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof pg.Client.prototype.query;
 
-const median = (values: number[]) => {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
-const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
 
 /** Numbers for list additions: block b (0-7999), n-th number (0-999); 628 is a San Francisco area code. */
 const phone = (block: number, n: number) => `+1628${2_000_000 + block * 1000 + n}`;
@@ -60,31 +46,18 @@ const phone = (block: number, n: number) => `+1628${2_000_000 + block * 1000 + n
 const lookupPhone = (n: number) => `+1415${2_000_000 + n}`;
 
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-contacts-'));
-  if (process.getuid?.() === 0) chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1' });
+  const tmp = benchTempDir('bench-contacts-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp);
+  const config = benchConfig(databaseUrl, API_BENCH_SETTINGS);
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-  // These endpoints never reach Temporal; a lazy connection is never dialled.
-  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
-  let api: Awaited<ReturnType<typeof startApi>> | undefined;
+  // These endpoints never reach Temporal.
+  const temporal = undialledTemporalClient();
+  let served: BenchApi | undefined;
   try {
     await migrate(pool);
-    const newTeam = async (name: string) => {
-      const team = await insertTeam(pool, { name, maxConcurrent: 10 });
-      const key = generateApiKey();
-      await insertApiKey(pool, { teamId: team.id, prefix: key.prefix, hash: key.hash, name: 'bench' });
-      return { id: team.id, key: key.apiKey };
-    };
-    api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
-    const base = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
-    const request = async (key: string, method: string, p: string, body?: unknown) => {
-      const res = await fetch(base + p, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      const json = (await res.json()) as Record<string, any>;
-      if (res.status >= 300) throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(json)}`);
-      return json;
-    };
+    const newTeam = (name: string) => insertTeamWithKey(pool, name);
+    served = await startBenchApi(config, pool, temporal);
+    const request = jsonRequester(served.base);
     process.stdout.write(`${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(1)}, ${embedded ? 'embedded Postgres' : 'DATABASE_URL'}\n\n`);
 
     // ------------------------------------------------------------ 1. add to list
@@ -185,7 +158,7 @@ async function main(): Promise<void> {
     process.stdout.write(`  ${BIG_TEAM} contacts: median ${(mb * 1000).toFixed(0)} µs (p90 ${(quantile(bigTimes, 0.9) * 1000).toFixed(0)} µs), ${bigTimes.length} lookups\n`);
     process.stdout.write(`  ratio of medians (big / small): ${(mb / ms).toFixed(2)}\n`);
   } finally {
-    await api?.close();
+    await served?.api.close();
     await pool.end();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });

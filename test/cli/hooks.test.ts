@@ -1,32 +1,12 @@
 // The operator CLI's hooks commands, run as an operator runs them.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PROJECT_ROOT } from '../../src/config/index.js';
 import type { Pool } from '../../src/db/pool.js';
 import { insertList } from '../../src/db/repositories/lists.js';
 import { testPool } from '../support/app.js';
+import { operatorCli } from '../support/cli.js';
 
-const TSX = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
-
-function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/cli/main.ts', ...args], { cwd: PROJECT_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function adminJson(args: string[]): Promise<any> {
-  const run = await admin([...args, '--json']);
-  assert.equal(run.code, 0, `admin ${args.join(' ')} failed: ${run.stderr}`);
-  return JSON.parse(run.stdout);
-}
+const { admin, adminJson } = operatorCli();
 
 let pool: Pool;
 let boot: any;

@@ -4,15 +4,14 @@ import { findContactByPhone } from '../../src/db/repositories/contacts.js';
 import { insertObjectType } from '../../src/db/repositories/objectTypes.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
 import type { TestApi, TestTeam } from '../support/app.js';
-import { startContactsApi, twoTeams, uniquePhone } from '../support/contactsApp.js';
+import { startContactsApiWithTeams, uniquePhone } from '../support/contactsApp.js';
 
 let app: TestApi;
 let teamA: TestTeam;
 let teamB: TestTeam;
 
 before(async () => {
-  app = await startContactsApi();
-  [teamA, teamB] = await twoTeams(app.pool);
+  ({ app, teamA, teamB } = await startContactsApiWithTeams());
 });
 
 after(async () => {

@@ -3,22 +3,21 @@ import { after, before, describe, test } from 'node:test';
 import { findContactByPhone } from '../../src/db/repositories/contacts.js';
 import { onListContactsAdded, type ListContactsAddedEvent } from '../../src/services/lists.js';
 import type { TestApi, TestTeam } from '../support/app.js';
-import { startContactsApi, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
+import { requestAs, startContactsApiWithTeams, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
 
 let app: TestApi;
 let teamA: TestTeam;
 let teamB: TestTeam;
 
 before(async () => {
-  app = await startContactsApi();
-  [teamA, teamB] = await twoTeams(app.pool);
+  ({ app, teamA, teamB } = await startContactsApiWithTeams());
 });
 
 after(async () => {
   await app?.close();
 });
 
-const req = (team: TestTeam, method: string, path: string, body?: unknown) => app.request(method, path, { key: team.apiKey, body });
+const req = (team: TestTeam, method: string, path: string, body?: unknown) => requestAs(app, team, method, path, body);
 
 async function newList(team: TestTeam, name = 'Leads'): Promise<string> {
   const res = await req(team, 'POST', '/api/v1/lists', { name });

@@ -4,22 +4,21 @@ import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
 import { objectDataForContacts } from '../../src/services/contacts.js';
 import type { TestApi, TestTeam } from '../support/app.js';
-import { startContactsApi, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
+import { requestAs, startContactsApiWithTeams, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
 
 let app: TestApi;
 let teamA: TestTeam;
 let teamB: TestTeam;
 
 before(async () => {
-  app = await startContactsApi();
-  [teamA, teamB] = await twoTeams(app.pool);
+  ({ app, teamA, teamB } = await startContactsApiWithTeams());
 });
 
 after(async () => {
   await app?.close();
 });
 
-const req = (team: TestTeam, method: string, path: string, body?: unknown) => app.request(method, path, { key: team.apiKey, body });
+const req = (team: TestTeam, method: string, path: string, body?: unknown) => requestAs(app, team, method, path, body);
 let typeSeq = 0;
 async function newType(team: TestTeam, extra: Record<string, unknown> = {}): Promise<{ id: string; type_name: string }> {
   typeSeq += 1;

@@ -14,6 +14,18 @@ export async function twoTeams(pool: Pool): Promise<[TestTeam, TestTeam]> {
   return [await createTestTeam(pool, { name: 'team A' }), await createTestTeam(pool, { name: 'team B' })];
 }
 
+/** The contacts API (startContactsApi) and two teams on it, A and B (twoTeams). */
+export async function startContactsApiWithTeams(): Promise<{ app: TestApi; teamA: TestTeam; teamB: TestTeam }> {
+  const app = await startContactsApi();
+  const [teamA, teamB] = await twoTeams(app.pool);
+  return { app, teamA, teamB };
+}
+
+/** A request to `app` with `team`'s API key. */
+export function requestAs(app: TestApi, team: TestTeam, method: string, path: string, body?: unknown): ReturnType<TestApi['request']> {
+  return app.request(method, path, { key: team.apiKey, body });
+}
+
 /** Row counts of every table this feature writes, for one team. */
 export async function teamRowCounts(pool: Pool, teamId: string): Promise<Record<string, number>> {
   const { rows } = await pool.query<Record<string, number>>(

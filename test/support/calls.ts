@@ -9,7 +9,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { findCallById, type CallRecord } from '../../src/db/repositories/calls.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
-import { testConfig } from './app.js';
+import { testConfig, testPool } from './app.js';
+import { createTimeSkippingEnv } from './temporal.js';
 
 export const CALLS_TASK_QUEUE = 'calls-test';
 
@@ -26,6 +27,39 @@ export async function createCallWorker(env: TestWorkflowEnvironment, pool: Pool,
     workflowBundle: await workflowBundle(),
     activities: createActivities({ config, pool, logger: createLogger('silent'), temporal: client ?? env.client }),
   });
+}
+
+export interface CallWorkerEnv {
+  env: TestWorkflowEnvironment;
+  pool: Pool;
+  /** Shuts the worker down, then tears down the environment and ends the pool. */
+  stop(): Promise<void>;
+}
+
+/** A time-skipping environment, the test pool, and a call worker (createCallWorker) running on them. */
+export async function startCallWorkerEnv(config: Config): Promise<CallWorkerEnv> {
+  const env = await createTimeSkippingEnv();
+  let pool: Pool | undefined;
+  try {
+    pool = await testPool();
+    const worker = await createCallWorker(env, pool, config);
+    const running = worker.run();
+    const open = pool;
+    return {
+      env,
+      pool,
+      stop: async () => {
+        worker.shutdown();
+        await running;
+        await env.teardown();
+        await open.end();
+      },
+    };
+  } catch (err) {
+    await env.teardown();
+    await pool?.end();
+    throw err;
+  }
 }
 
 export async function callRow(pool: Pool, callId: string): Promise<CallRecord> {

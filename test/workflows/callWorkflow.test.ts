@@ -16,7 +16,6 @@ import { Worker as ReplayWorker } from '@temporalio/worker';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { callResultView } from '../../src/api/calls/views.js';
 import type { Pool } from '../../src/db/pool.js';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
@@ -25,9 +24,8 @@ import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDe
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
-import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
-import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import { callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
@@ -36,28 +34,22 @@ const { History } = proto.temporal.api.history.v1;
 const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'callHistories');
 const RECORD = process.env.RECORD_CALL_HISTORIES === '1';
 
+let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
-let worker: Worker;
-let running: Promise<void>;
 const config = callTestConfig();
 let deps: CallServiceDeps;
 let plain: Client;
 
 before(async () => {
-  env = await createTimeSkippingEnv();
+  calls = await startCallWorkerEnv(config);
+  ({ env, pool } = calls);
   plain = new Client({ connection: env.connection, namespace: env.namespace });
-  pool = await testPool();
   deps = { pool, temporal: env.client, config };
-  worker = await createCallWorker(env, pool, config);
-  running = worker.run();
 });
 
 after(async () => {
-  worker?.shutdown();
-  await running;
-  await env?.teardown();
-  await pool?.end();
+  await calls?.stop();
 });
 
 async function schedule(team: TestTeam, lastFour: string, extra: { scheduledTime?: Date; serviceDeps?: CallServiceDeps; phone?: string } = {}) {

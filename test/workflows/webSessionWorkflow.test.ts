@@ -25,9 +25,8 @@ import {
   type CallWorkflowResult,
   type WebSessionWorkflowResult,
 } from '../../workflows/contracts.js';
-import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
-import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import { callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 
 const { History } = proto.temporal.api.history.v1;
@@ -43,25 +42,19 @@ const config = callTestConfig({
   MEDIA_EDGE_SECRET: 'test-media-edge-secret',
 });
 
+let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
-let worker: Worker;
-let running: Promise<void>;
 let deps: WebSessionServiceDeps;
 
 before(async () => {
-  env = await createTimeSkippingEnv();
-  pool = await testPool();
+  calls = await startCallWorkerEnv(config);
+  ({ env, pool } = calls);
   deps = { pool, temporal: env.client, config };
-  worker = await createCallWorker(env, pool, config);
-  running = worker.run();
 });
 
 after(async () => {
-  worker?.shutdown();
-  await running;
-  await env?.teardown();
-  await pool?.end();
+  await calls?.stop();
 });
 
 const mint = (team: TestTeam, extra: Partial<Parameters<typeof createWebSession>[1]> = {}) =>

@@ -64,22 +64,15 @@ export function listContactView(c: ContactRecord, objectData: Record<string, unk
   };
 }
 
-/** A contact with every field (get-contact, decisions §7). */
+/** A contact with every field (get-contact, decisions §7): the list shape plus the rest. */
 export function contactView(c: ContactRecord, objectData: Record<string, unknown> = {}) {
   return {
-    id: c.id,
-    team_id: c.team_id,
-    phone_number: c.phone_number,
-    first_name: c.first_name,
-    last_name: c.last_name,
-    full_name: c.full_name,
-    email: c.email,
+    ...listContactView(c, objectData),
     address: c.address,
     location: c.location,
     gender: c.gender,
     age: c.age,
     title: c.title,
-    object_data: objectData,
     created_at: c.created_at.toISOString(),
     updated_at: c.updated_at.toISOString(),
   };

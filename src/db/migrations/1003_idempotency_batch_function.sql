@@ -5,6 +5,15 @@
 -- table; PL/pgSQL caches a plan per statement, and a primary-key lookup has only one.
 -- Claims come in key order (the caller sorts them) so that concurrent batches lock rows
 -- in the same order. Semantics: src/db/repositories/idempotency.ts runIdempotencyBatch.
+--
+-- The batch's commit does not wait for its WAL to reach disk (synchronous_commit off
+-- for that transaction only), so a batch costs no disk round trip and requests do not
+-- queue behind fsyncs. Safe for what idempotency guarantees: WAL is flushed in order, so
+-- any durable write a handler made after its claim (inserting the call, with its own
+-- synchronous commit) makes the claim durable too; a Postgres crash can lose at most the
+-- last fraction of a second of records, whose requests then run again under the same
+-- deterministic id (a lost claim had no durable effect yet; a lost completion leaves the
+-- claim in progress, to be taken over once stale). See docs/idempotency.md.
 CREATE FUNCTION idempotency_batch(
   claim_team uuid[], claim_endpoint text[], claim_key text[], claim_hash text[], claim_attempt uuid[],
   ttl_seconds double precision, stale_after_seconds double precision,
@@ -15,6 +24,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   i integer;
 BEGIN
+  -- This transaction (one batch, its own commit) does not wait for its WAL flush.
+  PERFORM set_config('synchronous_commit', 'off', true);
   FOR i IN 1 .. coalesce(array_length(done_attempt, 1), 0) LOOP
     UPDATE idempotency_keys k
        SET state = 'done', response_status = done_status[i], response_body = done_body[i], response_headers = done_headers[i]

@@ -17,9 +17,9 @@ import {
   realpathSync, renameSync, rmSync, statSync, writeFileSync,
 } from 'node:fs';
 import http2 from 'node:http2';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './freePort.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOOLS = path.join(ROOT, '.tools');
@@ -430,17 +430,6 @@ function ensureTestServerJars() {
   writeFileSync(stampFile, stamp);
   rmSync(path.join(TEST_SERVER_DIR, '.cds.stamp'), { force: true });
   return 'installed';
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** One unary gRPC call over plain HTTP/2 (no dependencies): true when the server answered with grpc-status 0. */

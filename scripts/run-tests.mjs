@@ -16,6 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './freePort.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (msg) => process.stderr.write(`run-tests: ${msg}\n`);
@@ -76,17 +77,6 @@ const servicePids = [];
 let watchdog;
 let testChild;
 let finishing = false;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function which(name) {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/local/bin', '/usr/bin', '/usr/sbin'])) {

@@ -6,6 +6,14 @@ import { concurrencyCeilingResponse, createWebCallBody, createWebCallResponse, c
 const browserContract =
   'Browser client contract: mint on the visitor’s click on your server (never expose the API key), connect SIP over WebSocket to `ws_url` as `sip:<sip_username>@<sip_domain>` without registration or session timers, dial `target` audio-only with every `headers` entry as an extra SIP header, and configure an ICE server. See docs/web-calls.md.';
 
+/** The failures both web endpoints share (api-v1.md, create-web-session). */
+const webCallErrors = {
+  400: { description: 'Invalid JSON, script_id missing or malformed, contact_id malformed, invalid did or objects' },
+  404: { description: 'script_id, contact_id or did not found or does not belong to your team' },
+  429: { description: 'The team is at its concurrent-call ceiling (body has max_concurrent), or a rate limit', schema: concurrencyCeilingResponse },
+  500: { description: 'The web-call path is not configured for this environment' },
+};
+
 export const webCallRoutes = [
   defineRoute({
     method: 'post',
@@ -21,10 +29,7 @@ export const webCallRoutes = [
     request: { body: createWebSessionBody, bodyRequired: true },
     responses: {
       201: { description: 'The session is minted', schema: createWebSessionResponse },
-      400: { description: 'Invalid JSON, script_id missing or malformed, contact_id malformed, invalid did or objects' },
-      404: { description: 'script_id, contact_id or did not found or does not belong to your team' },
-      429: { description: 'The team is at its concurrent-call ceiling (body has max_concurrent), or a rate limit', schema: concurrencyCeilingResponse },
-      500: { description: 'The web-call path is not configured for this environment' },
+      ...webCallErrors,
     },
     handler: async ({ body, auth, ctx }, deps) => {
       const session = await createWebSession(deps, {
@@ -54,10 +59,7 @@ export const webCallRoutes = [
     request: { body: createWebCallBody, bodyRequired: true },
     responses: {
       201: { description: 'The web call is scheduled', schema: createWebCallResponse },
-      400: { description: 'Invalid JSON, script_id missing or malformed, contact_id malformed, invalid did or objects' },
-      404: { description: 'script_id, contact_id or did not found or does not belong to your team' },
-      429: { description: 'The team is at its concurrent-call ceiling (body has max_concurrent), or a rate limit', schema: concurrencyCeilingResponse },
-      500: { description: 'The web-call path is not configured for this environment' },
+      ...webCallErrors,
     },
     handler: async ({ body, auth, ctx }, deps) => {
       const call = await createWebCall(deps, {

@@ -30,7 +30,7 @@ import { insertScript } from '../src/db/repositories/scripts.js';
 import { insertTeam } from '../src/db/repositories/teams.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
 import { advanceBatch, batchCallId, createBatch, showBatch, type BatchServiceDeps } from '../src/services/batches.js';
-import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase } from './support/environment.js';
+import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
 import { median, out } from './support/stats.js';
 
 const BIG = Number(process.env.BENCH_BIG ?? 100_000);
@@ -163,7 +163,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

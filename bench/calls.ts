@@ -26,7 +26,7 @@ import { encodeCursor } from '../src/domain/cursor.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { insertTeamWithKey, jsonRequester, startBenchApi, type BenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase } from './support/environment.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
 import { median, quantile } from './support/stats.js';
 
 const CREATE_CALLS = Number(process.env.BENCH_CREATE_CALLS ?? 400);
@@ -174,7 +174,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err?.stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -22,7 +22,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { addToList } from '../src/services/lists.js';
 import { insertTeamWithKey, jsonRequester, startBenchApi, type BenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, undialledTemporalClient } from './support/environment.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, undialledTemporalClient, runBenchmark } from './support/environment.js';
 import { median, quantile } from './support/stats.js';
 
 const ADD_RUNS = Number(process.env.BENCH_ADD_RUNS ?? 30);
@@ -165,7 +165,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

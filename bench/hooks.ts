@@ -27,7 +27,7 @@ import { signWebhookBody, webhookSignatureValid } from '../src/domain/hookSignat
 import { authenticateHookToken, createHook } from '../src/services/hooks.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId } from '../workflows/contracts.js';
 import { startBenchApi, type BenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres } from './support/environment.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres, runBenchmark } from './support/environment.js';
 import { startLoadThread, type LoadThread } from './support/loadThread.js';
 import { upperMedian } from './support/stats.js';
 
@@ -197,7 +197,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -20,7 +20,7 @@ import os from 'node:os';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { insertTeamWithKey, startBenchApi, type BenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, startBenchPostgres, undialledTemporalClient } from './support/environment.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, startBenchPostgres, undialledTemporalClient, runBenchmark } from './support/environment.js';
 import { startLoadThread, type LoadThread } from './support/loadThread.js';
 import { median } from './support/stats.js';
 
@@ -147,7 +147,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -30,7 +30,7 @@ import { openRedis } from '../src/infrastructure.js';
 import { createLogger } from '../src/logging/logger.js';
 import { startApi, type RunningApi } from '../src/server.js';
 import { insertTeamWithKey } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, openBenchDatabase, undialledTemporalClient } from './support/environment.js';
+import { API_BENCH_SETTINGS, benchConfig, openBenchDatabase, undialledTemporalClient, runBenchmark } from './support/environment.js';
 import { median } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
@@ -271,7 +271,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

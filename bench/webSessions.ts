@@ -32,7 +32,7 @@ import { scheduleCall } from '../src/services/calls.js';
 import { createWebSession, redeemWebSession, startWebSessionWorkflow, type WebSessionServiceDeps } from '../src/services/webSessions.js';
 import { createWorker } from '../src/temporal/worker.js';
 import { WEB_SESSION_TTL_MS } from '../workflows/contracts.js';
-import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres } from './support/environment.js';
+import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres, runBenchmark } from './support/environment.js';
 import { out, quantile, upperMedian as median } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -169,7 +169,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  process.exit(1);
-});
+runBenchmark(main);

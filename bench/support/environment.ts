@@ -106,3 +106,11 @@ export const API_BENCH_SETTINGS = { RATE_LIMITS_ENABLED: 'false', PORT: '0', HOS
 export function benchConfig(databaseUrl: string, overrides: Record<string, string> = {}): Config {
   return loadConfig({ ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...overrides });
 }
+
+/** Runs a benchmark's main; a failure prints its stack and exits 1. */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().catch((err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}

@@ -144,7 +144,13 @@ function parsedKey(key: { path: string; value: string }, field: string): Key {
  * default keys of `data` when none is sent), replaces its data, or creates it. `unique_key`
  * must not match another object of the type (409). Writers of one type are serialised.
  */
-export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertObjectInput): Promise<UpsertObjectResult> {
+/**
+ * upsert-object. `createId`: the id to create the object under when no key finds one (the
+ * idempotent id of a request with an Idempotency-Key). An object that already has that id
+ * is the one an earlier run of the same request created before it crashed: it is updated,
+ * as a found object, never created twice (this matters to data without any key).
+ */
+export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertObjectInput, createId?: string): Promise<UpsertObjectResult> {
   // Everything that can be a 400 or 404 is checked before the transaction starts.
   const upsertKey = input.upsert_key ? parsedKey(input.upsert_key, 'upsert_key') : undefined;
   const uniqueKey = input.unique_key ? parsedKey(input.unique_key, 'unique_key') : undefined;
@@ -161,7 +167,9 @@ export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertO
   return withTransaction(pool, async (tx) => {
     await lockObjectTypeForWrite(tx, type.id);
     const candidates = upsertKey ? [upsertKey] : defaultUpsertKeys(input.data);
-    const found = await findByKeys(tx, teamId, type.id, candidates);
+    const byKey = await findByKeys(tx, teamId, type.id, candidates);
+    const created = !byKey.object && createId ? await findObjectById(tx, teamId, createId) : undefined;
+    const found = created ? { ...byKey, object: created } : byKey;
     const key = found.key ?? candidates[0];
     if (input.parent_id && found.object && input.parent_id === found.object.id) throw badRequest('Invalid request: parent_id cannot be the object itself');
     if (uniqueKey) {
@@ -179,7 +187,7 @@ export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertO
     const storedKey = key ? { path: key.path, value: key.value } : undefined;
     const object = found.object
       ? await updateObject(tx, teamId, found.object.id, { data: input.data, name: input.name, parentId: input.parent_id, upsertKey: storedKey })
-      : await insertObject(tx, teamId, { typeId: type.id, data: input.data, name: input.name, parentId: input.parent_id, upsertKey: storedKey });
+      : await insertObject(tx, teamId, { typeId: type.id, data: input.data, name: input.name, parentId: input.parent_id, upsertKey: storedKey }, createId);
     return { object, action: found.object ? 'updated' : 'created', upsert_key: storedKey ?? null };
   });
 }

@@ -1,4 +1,5 @@
-// Idempotency-Key on the real create endpoints: create-contact and create-phone-call.
+// Idempotency-Key on the real create endpoints: create-contact, create-list, upsert-object
+// and create-phone-call.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -6,6 +7,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { deriveIdempotentId, requestFingerprint } from '../../src/api/middleware/idempotency.js';
 import { allRoutes } from '../../src/api/routes.js';
 import { claimIdempotencyKey, findIdempotencyKey } from '../../src/db/repositories/idempotency.js';
+import { insertList } from '../../src/db/repositories/lists.js';
+import { insertObject } from '../../src/db/repositories/objects.js';
 import { scheduleCall } from '../../src/services/calls.js';
 import { createTestTeam, startTestApi, type TestApi, type TestResponse, type TestTeam } from '../support/app.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
@@ -107,6 +110,90 @@ describe('create-contact with an Idempotency-Key', () => {
     assert.match(takeover.json.message, /already exists/);
     const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE team_id = $1 AND phone_number = $2', [team.teamId, body.phone_number]);
     assert.equal(rows[0].n, 1);
+  });
+});
+
+describe('create-list with an Idempotency-Key', () => {
+  test('a take-over after a crash that had created the list answers that same list, not a second one', async () => {
+    const who = await createTestTeam(app.pool);
+    const key = randomUUID();
+    const body = { name: `Crash ${key}` };
+    const endpoint = 'POST /api/v1/lists';
+    const claimed = await claimIdempotencyKey(app.pool, {
+      teamId: who.teamId,
+      endpoint,
+      key,
+      requestHash: requestFingerprint({ params: {}, query: {}, body }),
+      attemptId: randomUUID(),
+      ttlSeconds: 86_400,
+      staleAfterSeconds: 1,
+    });
+    // The crashed run had created the list under the derived id but never kept its answer.
+    const listId = deriveIdempotentId({ teamId: who.teamId, endpoint, key }, claimed!.createdAt);
+    await insertList(app.pool, who.teamId, body.name, listId);
+    await new Promise((r) => setTimeout(r, 1100));
+    const takeover = await post(staleApp, '/api/v1/lists', body, key, who);
+    assert.equal(takeover.status, 201);
+    assert.equal(takeover.headers.get('idempotent-replayed'), null, 'ran again');
+    assert.equal(takeover.json.list_id, listId);
+    assert.equal(takeover.json.list.name, body.name);
+    const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM lists WHERE team_id = $1', [who.teamId]);
+    assert.equal(rows[0].n, 1);
+    assertReplayOf(await post(app, '/api/v1/lists', body, key, who), takeover);
+  });
+
+  test('without the header every request creates a new list', async () => {
+    const who = await createTestTeam(app.pool);
+    const first = await post(app, '/api/v1/lists', { name: 'Twice' }, undefined, who);
+    const second = await post(app, '/api/v1/lists', { name: 'Twice' }, undefined, who);
+    assert.equal(first.status, 201);
+    assert.equal(second.status, 201);
+    assert.notEqual(first.json.list_id, second.json.list_id);
+  });
+});
+
+describe('upsert-object with an Idempotency-Key', () => {
+  test('a take-over after a crash that had created a keyless object updates that object, not a second one', async () => {
+    const who = await createTestTeam(app.pool);
+    const type = await post(app, '/api/v1/object-types', { type_name: 'note' }, undefined, who);
+    assert.equal(type.status, 201);
+    const key = randomUUID();
+    // No key in data: without the derived id every run would create a new object.
+    const body = { type_name: 'note', data: { text: 'call back after five' } };
+    const endpoint = 'POST /api/v1/upsert-object';
+    const claimed = await claimIdempotencyKey(app.pool, {
+      teamId: who.teamId,
+      endpoint,
+      key,
+      requestHash: requestFingerprint({ params: {}, query: {}, body }),
+      attemptId: randomUUID(),
+      ttlSeconds: 86_400,
+      staleAfterSeconds: 1,
+    });
+    const objectId = deriveIdempotentId({ teamId: who.teamId, endpoint, key }, claimed!.createdAt);
+    await insertObject(app.pool, who.teamId, { typeId: type.json.object_type.id, data: body.data }, objectId);
+    await new Promise((r) => setTimeout(r, 1100));
+    const takeover = await post(staleApp, '/api/v1/upsert-object', body, key, who);
+    assert.equal(takeover.status, 200);
+    assert.equal(takeover.json.action, 'updated');
+    assert.equal(takeover.json.object_id, objectId);
+    const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM objects WHERE team_id = $1', [who.teamId]);
+    assert.equal(rows[0].n, 1);
+  });
+
+  test('a first run creates the object under the derived id; a new key creates another', async () => {
+    const who = await createTestTeam(app.pool);
+    assert.equal((await post(app, '/api/v1/object-types', { type_name: 'note' }, undefined, who)).status, 201);
+    const body = { type_name: 'note', data: { text: 'hello' } };
+    const key = randomUUID();
+    const first = await post(app, '/api/v1/upsert-object', body, key, who);
+    assert.equal(first.status, 201);
+    const ref = { teamId: who.teamId, endpoint: 'POST /api/v1/upsert-object', key };
+    assert.equal(first.json.object_id, deriveIdempotentId(ref, (await findIdempotencyKey(app.pool, ref))!.created_at));
+    assertReplayOf(await post(app, '/api/v1/upsert-object', body, key, who), first);
+    const other = await post(app, '/api/v1/upsert-object', body, randomUUID(), who);
+    assert.equal(other.status, 201);
+    assert.notEqual(other.json.object_id, first.json.object_id);
   });
 });
 

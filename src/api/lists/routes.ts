@@ -1,5 +1,6 @@
 import { badRequest, notFound } from '../errors.js';
 import { defineRoute } from '../route.js';
+import { idempotentId } from '../middleware/idempotency.js';
 import { findList, insertList, listContactsPage, listLists, removeContactsFromList, renameList, softDeleteList, type ListRecord } from '../../db/repositories/lists.js';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { listContactView, normalizeContactInput, objectDataForContacts, type ContactInput } from '../../services/contacts.js';
@@ -37,8 +38,8 @@ export const listRoutes = [
     auth: 'apiKey',
     request: { body: listBody, bodyRequired: true },
     responses: { 201: { description: 'Created', schema: listCreated }, 400: { description: 'Missing or invalid name' } },
-    handler: async ({ body, auth }, deps) => {
-      const list = await insertList(deps.pool, auth.teamId, body.name);
+    handler: async ({ body, auth, ctx }, deps) => {
+      const list = await insertList(deps.pool, auth.teamId, body.name, idempotentId(ctx));
       return { status: 201, body: { success: true, list_id: list.id, list: { ...listView(list, 0), contacts: [] } } };
     },
   }),

@@ -1,4 +1,5 @@
 import { defineRoute } from '../route.js';
+import { idempotentId } from '../middleware/idempotency.js';
 import { objectView, upsertObject } from '../../services/objects.js';
 import { upsertObjectBody, upsertObjectResponse } from './schemas.js';
 
@@ -20,8 +21,8 @@ export const objectRoutes = [
       404: { description: 'Object type or parent_id not found' },
       409: { description: 'unique_key matches another object of the type' },
     },
-    handler: async ({ body, auth }, deps) => {
-      const result = await upsertObject(deps.pool, auth.teamId, body);
+    handler: async ({ body, auth, ctx }, deps) => {
+      const result = await upsertObject(deps.pool, auth.teamId, body, idempotentId(ctx));
       return {
         status: result.action === 'created' ? 201 : 200,
         body: { success: true, object_id: result.object.id, object: objectView(result.object), action: result.action, upsert_key: result.upsert_key },

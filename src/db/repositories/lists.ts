@@ -12,8 +12,22 @@ export interface ListRecord {
 
 export type ListWithCount = ListRecord & { contact_count: number };
 
-export async function insertList(db: Queryable, teamId: string, name: string): Promise<ListRecord> {
-  const { rows } = await db.query<ListRecord>('INSERT INTO lists (team_id, name) VALUES ($1, $2) RETURNING *', [teamId, name]);
+/**
+ * Creates a list, under `id` when given (the idempotent id of a request with an
+ * Idempotency-Key). A list that already has that id is the one an earlier run of the same
+ * request created before it crashed: it is returned as it is, not created twice.
+ */
+export async function insertList(db: Queryable, teamId: string, name: string, id?: string): Promise<ListRecord> {
+  const { rows } = await db.query<ListRecord>(
+    `WITH created AS (
+       INSERT INTO lists (id, team_id, name) VALUES (coalesce($3::uuid, gen_random_uuid()), $1, $2)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *)
+     SELECT * FROM created
+     UNION ALL
+     SELECT * FROM lists WHERE id = $3::uuid AND team_id = $1 AND NOT EXISTS (SELECT 1 FROM created)`,
+    [teamId, name, id ?? null],
+  );
   return rows[0];
 }
 

@@ -60,11 +60,12 @@ export interface ObjectWrite {
   upsertKey?: { path: string; value: string } | null;
 }
 
-export async function insertObject(db: Queryable, teamId: string, obj: ObjectWrite): Promise<ObjectRecord> {
+/** Creates an object, under `id` when given (else a random one). */
+export async function insertObject(db: Queryable, teamId: string, obj: ObjectWrite, id?: string): Promise<ObjectRecord> {
   const { rows } = await db.query<ObjectRecord>(
-    `INSERT INTO objects (team_id, type_id, name, parent_id, data, upsert_path, upsert_value)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [teamId, obj.typeId, obj.name ?? null, obj.parentId ?? null, JSON.stringify(obj.data), obj.upsertKey?.path ?? null, obj.upsertKey?.value ?? null],
+    `INSERT INTO objects (id, team_id, type_id, name, parent_id, data, upsert_path, upsert_value)
+     VALUES (coalesce($8::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [teamId, obj.typeId, obj.name ?? null, obj.parentId ?? null, JSON.stringify(obj.data), obj.upsertKey?.path ?? null, obj.upsertKey?.value ?? null, id ?? null],
   );
   return rows[0];
 }

@@ -49,6 +49,25 @@ function assertReplayOf(replayed: TestResponse, original: TestResponse): void {
   assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
 }
 
+/**
+ * What a run that crashed after claiming the key leaves behind: the key in progress (stale
+ * after 1 s for staleApp). Returns the request's derived resource id, the one the crashed
+ * run would have created its resource under.
+ */
+async function crashedClaim(who: TestTeam, endpoint: string, key: string, body: unknown): Promise<string> {
+  const claimed = await claimIdempotencyKey(app.pool, {
+    teamId: who.teamId,
+    endpoint,
+    key,
+    requestHash: requestFingerprint({ params: {}, query: {}, body }),
+    attemptId: randomUUID(),
+    ttlSeconds: 86_400,
+    staleAfterSeconds: 1,
+  });
+  assert.ok(claimed, 'the key was free');
+  return deriveIdempotentId({ teamId: who.teamId, endpoint, key }, claimed.createdAt);
+}
+
 async function countCalls(teamId: string): Promise<number> {
   const { rows } = await app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM calls WHERE team_id = $1', [teamId]);
   return rows[0].n;
@@ -93,15 +112,7 @@ describe('create-contact with an Idempotency-Key', () => {
     const key = randomUUID();
     const body = { phone_number: freshPhone(), first_name: 'Barbara' };
     // The crashed run claimed the key and created the contact, but never kept its answer.
-    await claimIdempotencyKey(app.pool, {
-      teamId: team.teamId,
-      endpoint: 'POST /api/v1/create-contact',
-      key,
-      requestHash: requestFingerprint({ params: {}, query: {}, body }),
-      attemptId: randomUUID(),
-      ttlSeconds: 86_400,
-      staleAfterSeconds: 1,
-    });
+    await crashedClaim(team, 'POST /api/v1/create-contact', key, body);
     assert.equal((await post(app, '/api/v1/create-contact', body)).status, 201);
     assert.equal((await post(staleApp, '/api/v1/create-contact', body, key)).status, 409, 'still in progress');
     await new Promise((r) => setTimeout(r, 1100));
@@ -118,18 +129,8 @@ describe('create-list with an Idempotency-Key', () => {
     const who = await createTestTeam(app.pool);
     const key = randomUUID();
     const body = { name: `Crash ${key}` };
-    const endpoint = 'POST /api/v1/lists';
-    const claimed = await claimIdempotencyKey(app.pool, {
-      teamId: who.teamId,
-      endpoint,
-      key,
-      requestHash: requestFingerprint({ params: {}, query: {}, body }),
-      attemptId: randomUUID(),
-      ttlSeconds: 86_400,
-      staleAfterSeconds: 1,
-    });
     // The crashed run had created the list under the derived id but never kept its answer.
-    const listId = deriveIdempotentId({ teamId: who.teamId, endpoint, key }, claimed!.createdAt);
+    const listId = await crashedClaim(who, 'POST /api/v1/lists', key, body);
     await insertList(app.pool, who.teamId, body.name, listId);
     await new Promise((r) => setTimeout(r, 1100));
     const takeover = await post(staleApp, '/api/v1/lists', body, key, who);
@@ -160,17 +161,7 @@ describe('upsert-object with an Idempotency-Key', () => {
     const key = randomUUID();
     // No key in data: without the derived id every run would create a new object.
     const body = { type_name: 'note', data: { text: 'call back after five' } };
-    const endpoint = 'POST /api/v1/upsert-object';
-    const claimed = await claimIdempotencyKey(app.pool, {
-      teamId: who.teamId,
-      endpoint,
-      key,
-      requestHash: requestFingerprint({ params: {}, query: {}, body }),
-      attemptId: randomUUID(),
-      ttlSeconds: 86_400,
-      staleAfterSeconds: 1,
-    });
-    const objectId = deriveIdempotentId({ teamId: who.teamId, endpoint, key }, claimed!.createdAt);
+    const objectId = await crashedClaim(who, 'POST /api/v1/upsert-object', key, body);
     await insertObject(app.pool, who.teamId, { typeId: type.json.object_type.id, data: body.data }, objectId);
     await new Promise((r) => setTimeout(r, 1100));
     const takeover = await post(staleApp, '/api/v1/upsert-object', body, key, who);
@@ -234,29 +225,19 @@ describe('create-phone-call with an Idempotency-Key', () => {
     const who = await createTestTeam(app.pool);
     const key = randomUUID();
     const body = callBody(who, freshPhone());
-    const endpoint = 'POST /api/v1/create-phone-call';
-    const claimed = await claimIdempotencyKey(app.pool, {
-      teamId: who.teamId,
-      endpoint,
-      key,
-      requestHash: requestFingerprint({ params: {}, query: {}, body }),
-      attemptId: randomUUID(),
-      ttlSeconds: 86_400,
-      staleAfterSeconds: 1,
-    });
     // The crashed run had scheduled the call under the derived id (row and workflow
     // call-<id>) but never kept its answer.
-    const ref = { teamId: who.teamId, endpoint, key };
+    const callId = await crashedClaim(who, 'POST /api/v1/create-phone-call', key, body);
     await scheduleCall(
       { pool: app.pool, temporal: env.client, config: app.config },
-      { teamId: who.teamId, fromNumber: body.from_number, scriptId: body.script_id, contact: body.contact, callId: deriveIdempotentId(ref, claimed!.createdAt), type: 'outbound' },
+      { teamId: who.teamId, fromNumber: body.from_number, scriptId: body.script_id, contact: body.contact, callId, type: 'outbound' },
     );
     assert.equal((await post(staleApp, '/api/v1/create-phone-call', body, key, who)).status, 409, 'still in progress');
     await new Promise((r) => setTimeout(r, 1100));
     const takeover = await post(staleApp, '/api/v1/create-phone-call', body, key, who);
     assert.equal(takeover.status, 201);
     assert.equal(takeover.headers.get('idempotent-replayed'), null, 'ran again');
-    assert.equal(takeover.json.call_id, deriveIdempotentId(ref, claimed!.createdAt));
+    assert.equal(takeover.json.call_id, callId);
     assert.equal(await countCalls(who.teamId), 1);
   });
 });

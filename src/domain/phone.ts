@@ -2,12 +2,15 @@ import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js'
 
 /**
  * Normalises a phone number given in E.164 or in a local format of `region` to E.164;
- * undefined when it is not a valid number.
+ * undefined when it is not a phone number. "Possible" (a known country code and a length
+ * numbers of that country have), not "valid" (in an area code and range the metadata knows
+ * to be assigned): the metadata lags new ranges, and fictional test numbers such as
+ * +1 555 555 0100 or +44 7700 900123 are numbers people create contacts with.
  */
 export function normalizePhoneNumber(input: string, region: string): string | undefined {
   const trimmed = input.trim();
   if (!/^[+\d\s().\-\/]{3,40}$/.test(trimmed)) return undefined;
   const parsed = parsePhoneNumberFromString(trimmed, region as CountryCode);
-  if (!parsed || !parsed.isValid()) return undefined;
+  if (!parsed || !parsed.isPossible()) return undefined;
   return parsed.number;
 }

@@ -275,6 +275,7 @@ describe('cancel-call and retry-call', () => {
     const status = await api.request('GET', `/api/v1/get-call-status/${call_id}`, { key: team.apiKey });
     assert.equal(status.json.call.status, 'cancelled');
     assert.equal(status.json.call.end_reason, 'cancelled');
+    assert.equal(status.json.call.duration, 0, 'it ended without starting');
   });
 
   test('retry: 409 for an open or completed call, 201 for a retryable one with original_call_id, 404 for another team', async () => {

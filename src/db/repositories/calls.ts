@@ -162,7 +162,7 @@ export async function cancelScheduledCall(
 ): Promise<{ call: CallRecord; cancelled: boolean } | undefined> {
   const { rows } = await db.query<CallRecord>(
     `UPDATE calls SET status = 'cancelled', progress = 'done', end_reason = 'cancelled', end_time = now(),
-                      modified_at = now()
+                      duration = 0, modified_at = now()
       WHERE team_id = $1 AND id = $2 AND status = 'scheduled'
       RETURNING *`,
     [teamId, callId],

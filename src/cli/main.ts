@@ -63,10 +63,12 @@ function createContext(config: Config): CliContext & { close(): Promise<void> } 
 async function main(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   const args = argv.filter((a) => a !== '--json');
-  if (args.length === 0 || args.includes('--help') || args[0] === 'help') {
+  if (args.includes('--help') || args[0] === 'help') {
     process.stdout.write(`${usage(cliCommands)}\n`);
-    return args.length === 0 ? 1 : 0;
+    return 0;
   }
+  // No command is a usage error: like every failure, its message goes to stderr.
+  if (args.length === 0) throw new CliError(`a command is required.\n\n${usage(cliCommands)}`);
   const found = findCommand(cliCommands, args);
   if (!found) throw new CliError(`unknown command: ${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')}. Run with --help for the list.`);
   const { command, rest } = found;

@@ -120,6 +120,14 @@ describe('operator CLI', () => {
     assert.match(missing.stderr, /--team is required/);
   });
 
+  test('no command: a usage error, with the message and the command list on stderr', async () => {
+    const run = await admin([]);
+    assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /^admin: a command is required/);
+    assert.ok(run.stderr.includes('  keys create'), 'the usage lists the commands');
+  });
+
   test('--help lists every command', async () => {
     const run = await admin(['--help']);
     assert.equal(run.code, 0);

@@ -134,6 +134,17 @@ describe('add contacts to a list', () => {
     assert.equal(res.status, 201);
     assert.equal(res.json.newContactsCount, 1);
     assert.equal(res.json.list_contacts[0].email, 'solo@example.com');
+
+    const wrapped = await req(teamA, 'POST', `/api/v1/lists/${listId}/contacts`, { contact: { phone_number: uniquePhone(), first_name: 'Wrapped' } });
+    assert.equal(wrapped.status, 201);
+    assert.equal(wrapped.json.newContactsCount, 1);
+    assert.equal(wrapped.json.list_contacts[0].first_name, 'Wrapped');
+    const badWrapped = await req(teamA, 'POST', `/api/v1/lists/${listId}/contacts`, { contact: { phone_number: 'nope' } });
+    assert.equal(badWrapped.status, 400);
+    assert.match(badWrapped.json.message, /contact\.phone_number is not a valid phone number/);
+    const both = await req(teamA, 'POST', `/api/v1/lists/${listId}/contacts`, { contact: { phone_number: uniquePhone() }, phone_number: uniquePhone() });
+    assert.equal(both.status, 400);
+    assert.match(both.json.message, /only one of/);
   });
 
   test('contact_ids adds existing contacts; an unknown id answers 404 and adds nothing', async () => {

@@ -128,7 +128,7 @@ export const listRoutes = [
     operationId: 'addContactsToList',
     summary: 'Add contacts to a list',
     description:
-      'Body: contacts (at most 500), a single contact object, or contact_ids (existing contacts). A phone number that already belongs to a team contact reuses that contact (unchanged). totalContactsAdded counts new members; newContactsCount contacts created; existingContactsCount contacts reused; alreadyInListCount contacts that were members already. list_contacts: each distinct contact of the request, in request order.',
+      'Body: contacts (at most 500), a single contact object (the body itself, or under contact), or contact_ids (existing contacts). A phone number that already belongs to a team contact reuses that contact (unchanged). totalContactsAdded counts new members; newContactsCount contacts created; existingContactsCount contacts reused; alreadyInListCount contacts that were members already. list_contacts: each distinct contact of the request, in request order.',
     tags,
     auth: 'apiKey',
     request: { params: listParams, body: addContactsBody, bodyRequired: true },
@@ -139,10 +139,14 @@ export const listRoutes = [
     },
     handler: async ({ params, body, auth, ctx }, deps) => {
       const region = deps.config.DEFAULT_PHONE_REGION;
-      const { contacts, contact_ids, ...single } = body;
+      const { contacts, contact_ids, contact, ...single } = body;
       const input = contact_ids
         ? { contactIds: contact_ids }
-        : { contacts: contacts ? contacts.map((c, i) => normalizeContactInput(c, region, `contacts[${i}].`)) : [normalizeContactInput(single as ContactInput, region)] };
+        : {
+            contacts: contacts
+              ? contacts.map((c, i) => normalizeContactInput(c, region, `contacts[${i}].`))
+              : [contact ? normalizeContactInput(contact, region, 'contact.') : normalizeContactInput(single as ContactInput, region)],
+          };
       const result = await addToList(deps.pool, auth.teamId, params.list_id, input, ctx.state.log ?? deps.logger);
       const objectData = await objectDataForContacts(deps.pool, auth.teamId, result.contacts.map((c) => c.id));
       return {

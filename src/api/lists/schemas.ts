@@ -46,11 +46,13 @@ export const addContactsBody = z
       .max(MAX_CONTACTS_PER_REQUEST, `must have at most ${MAX_CONTACTS_PER_REQUEST} items`)
       .optional(),
     contact_ids: contactIds.optional(),
+    // The single contact, wrapped ({ contact: {...} }) or as the body itself.
+    contact: contactUpsertBody.optional(),
     ...contactUpsertBody.partial().shape,
   })
   .superRefine((b, ctx) => {
-    const single = Object.keys(b).filter((k) => k !== 'contacts' && k !== 'contact_ids');
-    const forms = [b.contacts !== undefined, b.contact_ids !== undefined, single.length > 0].filter(Boolean).length;
+    const single = Object.keys(b).filter((k) => k !== 'contacts' && k !== 'contact_ids' && k !== 'contact');
+    const forms = [b.contacts !== undefined, b.contact_ids !== undefined, b.contact !== undefined, single.length > 0].filter(Boolean).length;
     if (forms > 1) {
       ctx.addIssue({ code: 'custom', message: 'send only one of contacts, contact_ids or a single contact', path: ['contacts'] });
     } else if (forms === 0 || (single.length > 0 && b.phone_number === undefined)) {
@@ -58,7 +60,7 @@ export const addContactsBody = z
     }
   })
   .openapi('AddContactsRequest', {
-    description: `Either contacts (at most ${MAX_CONTACTS_PER_REQUEST} contact objects), contact_ids (existing contacts) or a single contact object. A number that already belongs to a team contact reuses that contact unchanged.`,
+    description: `Either contacts (at most ${MAX_CONTACTS_PER_REQUEST} contact objects), contact_ids (existing contacts) or a single contact object (the body itself, or under contact). A number that already belongs to a team contact reuses that contact unchanged.`,
   });
 
 export const removeContactsBody = z.strictObject({ contact_ids: contactIds }).openapi('RemoveContactsRequest');

@@ -6,7 +6,8 @@
  * comma and full stop removed. That makes "3 April 1985", "3april,1985" and "3 APRIL 1985."
  * the same date, so whatever ignores those characters for text also ignores them for dates.
  * Formats understood (years always have four digits):
- *   1985-04-03, 1985/4/3, 1985-04-03T10:00:00Z            year first
+ *   1985-04-03, 1985/4/3, 1985-04-03T10:00:00Z,           year first
+ *   1985-04-03 10:00:00 (SQL style)
  *   03/04/1985, 3-4-1985                                    the region's order (MDY in the US)
  *   3 April 1985, 3rd of April 1985, Wednesday 3 Apr. 1985  day, month name, year
  *   April 3rd, 1985, Apr 3 1985, April the 3rd 1985         month name, day, year
@@ -38,7 +39,8 @@ export function canonicalText(value: string): string {
 }
 
 // Patterns over the canonical form; each yields year, month, day (strings).
-const ISO_CANON = /^(\d{4})([-/])(\d{1,2})\2(\d{1,2})(?:t[\d:]*(?:z|[+-][\d:]+)?)?$/;
+// A time may follow a year-first date after a T or (SQL style) a space, which the canonical form has dropped.
+const ISO_CANON = /^(\d{4})([-/])(\d{1,2})\2(\d{1,2})(?:t[\d:]*(?:z|[+-][\d:]+)?|\d{1,2}:[\d:]*(?:z|[+-][\d:]+)?)?$/;
 const NUMERIC_CANON = /^(\d{1,2})([-/])(\d{1,2})\2(\d{4})$/;
 const DAY_MONTH_CANON = new RegExp(`^${WEEKDAY_RE}?(?:the)?(\\d{1,2})${ORDINAL_RE}?(?:of)?(${MONTH_RE})(\\d{4})$`);
 const MONTH_DAY_CANON = new RegExp(`^${WEEKDAY_RE}?(${MONTH_RE})(?:the)?(\\d{1,2})${ORDINAL_RE}?(\\d{4})$`);

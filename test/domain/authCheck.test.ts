@@ -83,7 +83,11 @@ describe('exact matching (rule 3)', () => {
 describe('semantic matching (rule 4)', () => {
   const rows: Array<[string, string, string, boolean]> = [
     ['one substitution in a 5-8 letter word', 'Smith', 'Smyth', true],
-    ['one swap of neighbours', 'Jhon Smith', 'John Smith', false], // "jhon"/"john": 4 letters, no edits allowed
+    ['one swap of neighbours in a 4-letter word', 'Jhon Smith', 'John Smith', true],
+    ['one swap of neighbours in a 3-letter word', 'Tmo', 'Tom', true],
+    ['two swaps in a 4-letter word are too many', 'Jhno', 'John', false],
+    ['a swap that is not of neighbours', 'Jnho', 'John', false],
+    ['a 4-letter word allows no added letter', 'Ann', 'Anon', false],
     ['one swap in a longer word', 'Micheal', 'Michael', true],
     ['two edits in a 9+ letter word', 'Katherine', 'Katharyne', true],
     ['two edits in an 8 letter word are too many', 'Jennifer', 'Jenifar', false],

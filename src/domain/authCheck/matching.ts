@@ -20,7 +20,7 @@ export function exactMatch(a: string, b: string, region = 'US'): boolean {
 
 /**
  * How many single-character edits "nearly identical" allows for a word of this length:
- * none up to 4 characters, 1 from 5 to 8, 2 from 9 on.
+ * none up to 4 characters (but see `swappedNeighbours`), 1 from 5 to 8, 2 from 9 on.
  */
 export function editBudget(length: number): number {
   if (length <= 4) return 0;
@@ -45,13 +45,25 @@ export function editDistance(a: string, b: string): number {
   return d[x.length][y.length];
 }
 
+/**
+ * The same letters with exactly one pair of neighbours swapped ("jhon"/"john"): the one
+ * edit a short word is allowed. A swap is a slip of typing or transcription; a changed,
+ * added or dropped letter in a short word usually makes another name (Jane/Jana, Tom/Tim).
+ */
+export function swappedNeighbours(x: string, y: string): boolean {
+  const [cx, cy] = [Array.from(x), Array.from(y)];
+  if (cx.length !== cy.length) return false;
+  const differ = cx.flatMap((c, i) => (c === cy[i] ? [] : [i]));
+  return differ.length === 2 && differ[1] === differ[0] + 1 && cx[differ[0]] === cy[differ[1]] && cx[differ[1]] === cy[differ[0]];
+}
+
 const LETTER = /^\p{L}$/u;
 
 /**
  * Two words (already case-folded) are close when equal, or when they start with the same
  * letter, neither is a prefix of the other (a shortened word is an abbreviation: St/Street,
  * Rob/Robert), their lengths differ by at most one, and their edit distance is within the
- * budget of the longer word.
+ * budget of the longer word (for a word of up to 4 letters: one swap of neighbours).
  */
 export function closeWords(x: string, y: string): boolean {
   if (x === y) return true;
@@ -60,7 +72,9 @@ export function closeWords(x: string, y: string): boolean {
   if (cx[0] !== cy[0] || !LETTER.test(cx[0])) return false;
   if (x.startsWith(y) || y.startsWith(x)) return false;
   if (Math.abs(cx.length - cy.length) > 1) return false;
-  return editDistance(x, y) <= editBudget(Math.max(cx.length, cy.length));
+  const longer = Math.max(cx.length, cy.length);
+  if (editBudget(longer) === 0) return swappedNeighbours(x, y);
+  return editDistance(x, y) <= editBudget(longer);
 }
 
 function words(value: string): string[] {

@@ -1,12 +1,10 @@
 // `npm start`: everything on one machine. Postgres (embedded unless DATABASE_URL), a
 // Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker and the API.
-import { NativeConnection } from '@temporalio/worker';
 import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { startApi } from './server.js';
-import { ensureCallsReconciler } from './services/calls.js';
-import { createWorker, installTemporalRuntime } from './temporal/worker.js';
+import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
 // Local defaults so web calling works out of the box (decisions §5); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
@@ -21,15 +19,7 @@ async function main(): Promise<void> {
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
 
-  const workerConnection = await NativeConnection.connect({ address: temporal.address });
-  const worker = await createWorker({
-    connection: workerConnection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { config, pool: database.pool, logger, temporal: temporal.client },
-  });
-  const workerRun = worker.run();
-  await ensureCallsReconciler({ temporal: temporal.client, config });
+  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client });
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
 
   const base = `http://127.0.0.1:${api.port}`;
@@ -51,9 +41,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     await api.close();
-    worker.shutdown();
-    await workerRun.catch((err) => logger.error({ err }, 'worker stopped with an error'));
-    await workerConnection.close();
+    await worker.shutdown().catch((err) => logger.error({ err }, 'worker stopped with an error'));
     redis?.disconnect();
     await temporal.close();
     await database.close();

@@ -1,10 +1,8 @@
 // The worker process on its own (production topology: `npm run worker`).
-import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from './config/index.js';
 import { openDatabase, openTemporal } from './infrastructure.js';
 import { createLogger } from './logging/logger.js';
-import { ensureCallsReconciler } from './services/calls.js';
-import { createWorker, installTemporalRuntime } from './temporal/worker.js';
+import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -12,17 +10,9 @@ async function main(): Promise<void> {
   installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
-  const connection = await NativeConnection.connect({ address: temporal.address });
-  const worker = await createWorker({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { config, pool: database.pool, logger, temporal: temporal.client },
-  });
-  await ensureCallsReconciler({ temporal: temporal.client, config });
+  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
-  await worker.run();
-  await connection.close();
+  await worker.done;
   await temporal.close();
   await database.close();
 }

@@ -4,11 +4,7 @@
  * provider is asked to dial once per call id, so a retried activity never writes twice.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
-import type { CallAnalyser } from '../src/analysis/index.js';
 import { createCallAnalyser } from '../src/analysis/index.js';
-import type { Config } from '../src/config/index.js';
-import type { Pool } from '../src/db/pool.js';
 import {
   appendConversationTurns,
   appendSystemNotes,
@@ -25,19 +21,10 @@ import { acquireCallSlot as acquireCallSlotRow, releaseSlot, type CallSlotResult
 import { findTeamScript } from '../src/db/repositories/scripts.js';
 import { objectiveNames } from '../src/domain/scripts/runtime.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
-import type { Logger } from '../src/logging/logger.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
 import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';
-import { createVoiceProvider, type PlacedCall, type VoiceProvider } from '../src/telephony/index.js';
-
-export interface CallActivityDeps {
-  config: Config;
-  pool: Pool;
-  logger: Logger;
-  temporal: Client;
-  voiceProvider?: VoiceProvider;
-  callAnalyser?: CallAnalyser;
-}
+import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
+import type { ActivityDeps } from './index.js';
 
 /** What the script runtime needs about a call: its contact, script and linked objects. */
 export interface CallContextData {
@@ -61,7 +48,7 @@ function notFound(what: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`${what} not found`, 'NotFound');
 }
 
-export function createCallActivities(deps: CallActivityDeps) {
+export function createCallActivities(deps: ActivityDeps) {
   const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
   const analyser = deps.callAnalyser ?? createCallAnalyser();
   const wake = (teamId: string) => wakeSlotWaiters({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, teamId);

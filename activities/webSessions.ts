@@ -4,24 +4,14 @@
  * with that id creates one call, ever), and the row transitions are conditional updates.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
 import { ApiError } from '../src/api/errors.js';
-import type { Config } from '../src/config/index.js';
-import type { Pool } from '../src/db/pool.js';
 import { releaseSlot, transferSessionSlotToCall } from '../src/db/repositories/concurrencySlots.js';
 import { findWebSessionById, markWebSessionExpired, markWebSessionUsed } from '../src/db/repositories/webSessions.js';
-import type { Logger } from '../src/logging/logger.js';
 import { scheduleCall, wakeSlotWaiters } from '../src/services/calls.js';
 import type { WebSessionRedemption } from '../workflows/contracts.js';
+import type { ActivityDeps } from './index.js';
 
-export interface WebSessionActivityDeps {
-  config: Config;
-  pool: Pool;
-  logger: Logger;
-  temporal: Client;
-}
-
-export function createWebSessionActivities(deps: WebSessionActivityDeps) {
+export function createWebSessionActivities(deps: ActivityDeps) {
   return {
     /**
      * The redemption: creates the web call with the session's fixed script, contact and did

@@ -14,14 +14,8 @@ export interface ObjectTypeRecord {
   updated_at: Date;
 }
 
-export interface NewObjectType {
-  type_name: string;
-  display_name: string;
-  description: string;
-  schema: Record<string, string>;
-  validation_mode: 'off' | 'strict';
-  unique_by_contact: boolean;
-}
+/** A type's own fields, as created: everything but its ids and times. */
+export type NewObjectType = Omit<ObjectTypeRecord, 'id' | 'team_id' | 'created_at' | 'updated_at'>;
 
 /** Creates a type; undefined when the team already has one of that type_name (the unique constraint decides). */
 export async function insertObjectType(db: Queryable, teamId: string, type: NewObjectType): Promise<ObjectTypeRecord | undefined> {

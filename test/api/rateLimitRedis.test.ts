@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -14,6 +13,7 @@ import pino from 'pino';
 import { healthRoutes } from '../../src/api/health/routes.js';
 import type { RouteDefinition } from '../../src/api/route.js';
 import { openRedis } from '../../src/infrastructure.js';
+import { freePort } from '../../src/localPorts.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createTestTeam, testConfig, testPool } from '../support/app.js';
 import { freshIp, startLimitedApi, testRoute, TestClock } from './rateLimitHelpers.js';
@@ -23,17 +23,6 @@ const routes: RouteDefinition[] = [
   testRoute('post', '/api/v1/test-rl/public-write', 'public'),
   ...healthRoutes,
 ];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A redis-server of this test alone, so it can be killed, hung and restarted. */
 class OwnRedis {

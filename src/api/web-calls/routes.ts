@@ -1,6 +1,7 @@
 import { createWebCall, createWebSession } from '../../services/webSessions.js';
 import { idempotentId } from '../middleware/idempotency.js';
 import { defineRoute } from '../route.js';
+import type { z } from '../schemas.js';
 import { concurrencyCeilingResponse, createWebCallBody, createWebCallResponse, createWebSessionBody, createWebSessionResponse } from './schemas.js';
 
 const browserContract =
@@ -13,6 +14,18 @@ const webCallErrors = {
   429: { description: 'The team is at its concurrent-call ceiling (body has max_concurrent), or a rate limit', schema: concurrencyCeilingResponse },
   500: { description: 'The web-call path is not configured for this environment' },
 };
+
+/** What both web endpoints ask of the service, from their common body fields. */
+function webCallChoices(body: z.infer<typeof createWebSessionBody> | z.infer<typeof createWebCallBody>, teamId: string) {
+  return {
+    teamId,
+    scriptId: body.script_id,
+    contactId: body.contact_id,
+    did: body.did,
+    participantIdentity: body.participant_identity,
+    objects: body.objects,
+  };
+}
 
 export const webCallRoutes = [
   defineRoute({
@@ -32,15 +45,7 @@ export const webCallRoutes = [
       ...webCallErrors,
     },
     handler: async ({ body, auth, ctx }, deps) => {
-      const session = await createWebSession(deps, {
-        teamId: auth.teamId,
-        scriptId: body.script_id,
-        contactId: body.contact_id,
-        did: body.did,
-        participantIdentity: body.participant_identity,
-        objects: body.objects,
-        sessionId: idempotentId(ctx),
-      });
+      const session = await createWebSession(deps, { ...webCallChoices(body, auth.teamId), sessionId: idempotentId(ctx) });
       return { status: 201, body: { ...session } };
     },
   }),
@@ -62,15 +67,7 @@ export const webCallRoutes = [
       ...webCallErrors,
     },
     handler: async ({ body, auth, ctx }, deps) => {
-      const call = await createWebCall(deps, {
-        teamId: auth.teamId,
-        scriptId: body.script_id,
-        contactId: body.contact_id,
-        did: body.did,
-        participantIdentity: body.participant_identity,
-        objects: body.objects,
-        callId: idempotentId(ctx),
-      });
+      const call = await createWebCall(deps, { ...webCallChoices(body, auth.teamId), callId: idempotentId(ctx) });
       return { status: 201, body: { ...call } };
     },
   }),

@@ -12,6 +12,7 @@ import type { Pool } from './db/pool.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { installBatchIntakeNotifier } from './services/batches.js';
 import { createLogger, type Logger } from './logging/logger.js';
+import type { RateLimiter } from './rateLimit/limiter.js';
 
 export interface RunningApi {
   port: number;
@@ -20,7 +21,17 @@ export interface RunningApi {
 }
 
 /** Builds the app over the given dependencies and listens on PORT. */
-export async function startApi(opts: { config: Config; pool: Pool; temporal: Client; logger: Logger; redis?: Redis; port?: number; routes?: RouteDefinition[] }): Promise<RunningApi> {
+export async function startApi(opts: {
+  config: Config;
+  pool: Pool;
+  temporal: Client;
+  logger: Logger;
+  redis?: Redis;
+  /** Default: built from config (createApp). */
+  rateLimiter?: RateLimiter;
+  port?: number;
+  routes?: RouteDefinition[];
+}): Promise<RunningApi> {
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
   // List additions made through this API wake the batches that use the list at once.

@@ -23,6 +23,8 @@ export interface RateLimiterOptions {
   clock?: Clock;
   /** Redis key prefix (default `rl:`). */
   keyPrefix?: string;
+  /** The store over `redis` (default: a RedisRateLimitStore; the benchmark substitutes one to measure the bare round trip). */
+  redisStore?: RedisRateLimitStore;
 }
 
 /**
@@ -47,7 +49,7 @@ export class RateLimiter {
     this.limits = opts.limits;
     this.enabled = opts.enabled;
     this.memory = new MemoryRateLimitStore(opts.clock);
-    if (opts.redis) this.redisStore = new RedisRateLimitStore(opts.redis, { clock: opts.clock, keyPrefix: opts.keyPrefix });
+    if (opts.redis) this.redisStore = opts.redisStore ?? new RedisRateLimitStore(opts.redis, { clock: opts.clock, keyPrefix: opts.keyPrefix });
   }
 
   /** True while Redis is configured but the limiter is counting in process instead. */
@@ -146,7 +148,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 /** The limiter of one API app, from configuration. */
 export function createRateLimiter(
   deps: { config: Config; redis?: Redis; logger: Logger },
-  opts: { clock?: Clock; keyPrefix?: string; recoveryProbeMs?: number } = {},
+  opts: Pick<RateLimiterOptions, 'clock' | 'keyPrefix' | 'recoveryProbeMs' | 'redisStore'> = {},
 ): RateLimiter {
   return new RateLimiter({
     logger: deps.logger,

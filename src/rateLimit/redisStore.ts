@@ -140,6 +140,11 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
   }
 
+  /** One call of the consume script (KEYS and ARGV as documented above it); returns its replies. */
+  protected runScript(keys: string[], args: (string | number)[]): Promise<number[][]> {
+    return this.consumeCommand(keys.length, ...keys, ...args);
+  }
+
   private async send(batch: PendingCheck[]): Promise<void> {
     const prefix = this.prefix;
     const keys: string[] = [];
@@ -152,7 +157,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       args.push(now, member, buckets.length, release?.member ?? '', releaseKeys.length);
       for (const b of buckets) args.push(b.limit);
     }
-    const replies = await this.consumeCommand(keys.length, ...keys, ...args);
+    const replies = await this.runScript(keys, args);
     batch.forEach(({ request, resolve }, i) => {
       const reply = replies[i];
       const { buckets, member } = request;

@@ -22,13 +22,12 @@
 // buckets (IP, IP and endpoint, token and endpoint, key, team) checked in Redis, and each
 // bucket holds what it would under real traffic, up to its limit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Config } from '../src/config/index.js';
-import { freePort } from '../src/localPorts.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { upsertContactByPhone } from '../src/db/repositories/contacts.js';
@@ -37,6 +36,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/rateLimit/limiter.js';
 import { RedisRateLimitStore } from '../src/rateLimit/redisStore.js';
 import { startApi, type RunningApi } from '../src/server.js';
+import { RedisServer } from '../test/support/redisServer.js';
 import { insertTeamWithKey } from './support/api.js';
 import { API_BENCH_SETTINGS, benchConfig, openBenchDatabase, undialledTemporalClient, runBenchmark } from './support/environment.js';
 import { median } from './support/stats.js';
@@ -122,36 +122,6 @@ parentPort.on('message', async ({ port, requests }) => {
 });
 `;
 
-function which(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/bin', '/usr/sbin', '/usr/local/bin'])) {
-    if (dir && existsSync(path.join(dir, name))) return path.join(dir, name);
-  }
-  return undefined;
-}
-
-async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const bin = process.env.REDIS_BIN || which('redis-server');
-  if (!bin) throw new Error('redis-server not found: set REDIS_BIN or REDIS_URL');
-  const port = await freePort();
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.ping();
-      return { url, child };
-    } catch {
-      if (Date.now() > deadline) throw new Error('redis-server did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      probe.disconnect();
-    }
-  }
-}
-
 /** CPU time (µs) used so far by the bench's own redis-server, from /proc (0 when unknown). */
 function redisCpuMicros(pid: number | undefined): number {
   if (!pid) return 0;
@@ -180,7 +150,7 @@ function percentile(sorted: Float64Array, p: number): number {
 async function main(): Promise<void> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-rate-limit-'));
   const { url: databaseUrl, embedded } = await openBenchDatabase(tmp);
-  const ownRedis = process.env.REDIS_URL ? undefined : await startRedisServer(tmp);
+  const ownRedis = process.env.REDIS_URL ? undefined : await RedisServer.start();
   const redisUrl = process.env.REDIS_URL ?? ownRedis!.url;
   const configFor = (mode: Mode): Config =>
     benchConfig(databaseUrl, {
@@ -222,7 +192,7 @@ async function main(): Promise<void> {
     const workerData = path.join(tmp, 'load-generator.json');
     writeFileSync(workerData, JSON.stringify({ targets, concurrency: CONCURRENCY, ips: IPS }));
     worker = spawn(process.execPath, ['-e', LOAD_GENERATOR], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, BENCH_WORKER_DATA: workerData } });
-    const redisPid = ownRedis?.child.pid;
+    const redisPid = ownRedis?.pid;
     // Script calls and their time inside Redis (INFO commandstats), read around each run of a Redis mode.
     const scriptStats = async () => {
       const lines = (await redis.info('commandstats')).split('\n').filter((l) => /^cmdstat_(evalsha|eval|zrem):/.test(l));
@@ -340,7 +310,7 @@ async function main(): Promise<void> {
     for (const connection of connections) connection.disconnect();
     await pool.end();
     await embedded?.stop();
-    ownRedis?.child.kill('SIGTERM');
+    await ownRedis?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -1,11 +1,7 @@
 // The Redis store as a shared, failure-tolerant dependency: two API instances over one Redis,
 // Redis killed and restarted under traffic, Redis hanging (slow), and health meanwhile.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -13,9 +9,9 @@ import pino from 'pino';
 import { healthRoutes } from '../../src/api/health/routes.js';
 import type { RouteDefinition } from '../../src/api/route.js';
 import { openRedis } from '../../src/infrastructure.js';
-import { freePort } from '../../src/localPorts.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createTestTeam, testConfig, testPool } from '../support/app.js';
+import { RedisServer } from '../support/redisServer.js';
 import { freshIp, startLimitedApi, testRoute, TestClock } from './rateLimitHelpers.js';
 
 const routes: RouteDefinition[] = [
@@ -23,55 +19,6 @@ const routes: RouteDefinition[] = [
   testRoute('post', '/api/v1/test-rl/public-write', 'public'),
   ...healthRoutes,
 ];
-
-/** A redis-server of this test alone, so it can be killed, hung and restarted. */
-class OwnRedis {
-  private child: ChildProcess | undefined;
-  private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'rl-redis-'));
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const bin = process.env.REDIS_BIN || 'redis-server';
-    this.child = spawn(bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => {});
-      try {
-        await probe.connect();
-        await probe.ping();
-        return;
-      } catch {
-        if (Date.now() > deadline) throw new Error('redis-server did not start');
-        await new Promise((r) => setTimeout(r, 50));
-      } finally {
-        probe.disconnect();
-      }
-    }
-  }
-
-  async kill(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
-
-  signal(sig: 'SIGSTOP' | 'SIGCONT'): void {
-    this.child?.kill(sig);
-  }
-
-  async stop(): Promise<void> {
-    this.signal('SIGCONT');
-    await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
 
 /** A logger whose lines the test can read. */
 function capturingLogger(): { logger: pino.Logger; lines: () => { msg: string; level: number }[] } {
@@ -190,11 +137,11 @@ describe('two API instances over one Redis', () => {
 });
 
 describe('Redis failures', () => {
-  let own: OwnRedis;
+  // A redis-server of this test alone, so it can be killed, hung and restarted.
+  let own: RedisServer;
 
   before(async () => {
-    own = new OwnRedis(await freePort());
-    await own.start();
+    own = await RedisServer.start();
   });
 
   after(async () => {

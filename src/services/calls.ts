@@ -82,6 +82,8 @@ export interface ScheduledCall {
 export const SCRIPT_NOT_FOUND = 'script_id not found or does not belong to your team';
 export const FROM_NUMBER_NOT_FOUND = 'from_number not found or does not belong to your team';
 export const CONTACT_NOT_FOUND = 'contact_id not found or does not belong to your team';
+/** Web calls name their number `did` (api-v1.md). */
+export const DID_NOT_FOUND = 'did not found or does not belong to your team';
 export const CALL_NOT_FOUND = 'Call not found';
 
 function parseScheduledTime(value: Date | string | undefined): Date {
@@ -110,7 +112,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
     fromNumber ? findTeamPhoneNumber(deps.pool, input.teamId, fromNumber) : Promise.resolve(null),
   ]);
   if (!script) throw notFound(SCRIPT_NOT_FOUND);
-  if (fromNumber && !number) throw notFound(type === 'web' ? 'did not found or does not belong to your team' : FROM_NUMBER_NOT_FOUND);
+  if (fromNumber && !number) throw notFound(type === 'web' ? DID_NOT_FOUND : FROM_NUMBER_NOT_FOUND);
 
   const { call, created } = await withTransaction(deps.pool, async (tx) => {
     const contact = contactFields

@@ -31,7 +31,7 @@ import {
   type WebSessionRedemption,
   type WebSessionWorkflowInput,
 } from '../../workflows/contracts.js';
-import { CONTACT_NOT_FOUND, SCRIPT_NOT_FOUND, scheduleCall } from './calls.js';
+import { CONTACT_NOT_FOUND, DID_NOT_FOUND, SCRIPT_NOT_FOUND, scheduleCall } from './calls.js';
 import { normalizePhoneField } from './contacts.js';
 import { linkObjectsToContact, validateObjectsMap, type ObjectsMap } from './objects.js';
 
@@ -43,7 +43,6 @@ export interface WebSessionServiceDeps {
 }
 
 export const WEB_CALLING_NOT_CONFIGURED = 'The web-call path is not configured for this environment';
-export const DID_NOT_FOUND = 'did not found or does not belong to your team';
 export const SESSION_TOKEN_NOT_FOUND = 'Session token not found';
 export const SESSION_TOKEN_USED = 'Session token has already been used';
 export const SESSION_TOKEN_EXPIRED = 'Session token has expired';

@@ -9,6 +9,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { findCallById, type CallRecord } from '../../src/db/repositories/calls.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
+import { callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { testConfig, testPool } from './app.js';
 import { createTimeSkippingEnv } from './temporal.js';
 
@@ -66,6 +67,31 @@ export async function callRow(pool: Pool, callId: string): Promise<CallRecord> {
   const call = await findCallById(pool, callId);
   if (!call) throw new Error(`call ${callId} not found`);
   return call;
+}
+
+/**
+ * The call workflow's result, awaited through `client` (a plain client leaves time skipping
+ * locked: real time). A call that has not ended within `timeoutMs` fails the test with its
+ * row and its last workflow events (activity names, timer lengths), to say where it stuck.
+ */
+export async function callResultOrStuck(pool: Pool, client: Client, callId: string, timeoutMs: number): Promise<CallWorkflowResult> {
+  const handle = client.workflow.getHandle(callWorkflowId(callId));
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(async () => {
+      const row = await callRow(pool, callId).catch(() => undefined);
+      const history = await handle.fetchHistory().catch(() => undefined);
+      const last = (history?.events ?? [])
+        .slice(-6)
+        .map((e) => `${e.eventId} ${e.eventType} ${JSON.stringify(e.activityTaskScheduledEventAttributes?.activityType?.name ?? e.timerStartedEventAttributes?.startToFireTimeout ?? '')}`);
+      reject(new Error(`call ${callId} did not end: row ${row?.status}/${row?.progress}; last events ${last.join(' | ')}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([handle.result(), stuck]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Polls until `predicate` holds for the call row (real time; for mid-way looks). */

@@ -8,9 +8,9 @@ import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Pool } from '../../src/db/pool.js';
 import { scheduleCall } from '../../src/services/calls.js';
-import { callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
+import type { CallWorkflowResult } from '../../workflows/contracts.js';
 import { createTestTeam, testPool } from '../support/app.js';
-import { callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
+import { callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
 import { createLocalEnv } from '../support/temporal.js';
 
 let env: TestWorkflowEnvironment;
@@ -31,21 +31,8 @@ after(async () => {
 const step = (what: string) => process.env.DEBUG_RESTART && process.stderr.write(`${new Date().toISOString()} ${what}\n`);
 
 /** The result, or a failure naming where the call is stuck after 90 s. */
-async function result(callId: string): Promise<CallWorkflowResult> {
-  let timer: NodeJS.Timeout | undefined;
-  const stuck = new Promise<never>((_, reject) => {
-    timer = setTimeout(async () => {
-      const row = await callRow(pool, callId).catch(() => undefined);
-      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory().catch(() => undefined);
-      const last = (history?.events ?? []).slice(-6).map((e) => `${e.eventId} ${e.eventType}`);
-      reject(new Error(`call ${callId} did not end: row ${row?.status}/${row?.progress}; last events ${last.join(' | ')}`));
-    }, 90_000);
-  });
-  try {
-    return await Promise.race([plain.workflow.getHandle(callWorkflowId(callId)).result(), stuck]);
-  } finally {
-    clearTimeout(timer);
-  }
+function result(callId: string): Promise<CallWorkflowResult> {
+  return callResultOrStuck(pool, plain, callId, 90_000);
 }
 
 test('the worker stopped mid-call and a new worker finishing it', async () => {

@@ -25,7 +25,7 @@ import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/sea
 import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
-import { callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+import { callResultOrStuck, callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
@@ -74,21 +74,8 @@ async function record(callId: string, name: string): Promise<void> {
  * The workflow's result, awaited without unlocking time skipping (real time). A call that
  * has not ended within a minute fails the test with its row and last workflow events.
  */
-async function result(callId: string): Promise<CallWorkflowResult> {
-  let timer: NodeJS.Timeout | undefined;
-  const stuck = new Promise<never>((_, reject) => {
-    timer = setTimeout(async () => {
-      const row = await callRow(pool, callId).catch(() => undefined);
-      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory().catch(() => undefined);
-      const last = (history?.events ?? []).slice(-6).map((e) => `${e.eventId} ${e.eventType} ${JSON.stringify(e.activityTaskScheduledEventAttributes?.activityType?.name ?? e.timerStartedEventAttributes?.startToFireTimeout ?? '')}`);
-      reject(new Error(`call ${callId} did not end: row ${row?.status}/${row?.progress}; last events ${last.join(' | ')}`));
-    }, 60_000);
-  });
-  try {
-    return await Promise.race([plain.workflow.getHandle(callWorkflowId(callId)).result(), stuck]);
-  } finally {
-    clearTimeout(timer);
-  }
+function result(callId: string): Promise<CallWorkflowResult> {
+  return callResultOrStuck(pool, plain, callId, 60_000);
 }
 
 describe('call workflow: outcomes', () => {

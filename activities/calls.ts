@@ -19,7 +19,7 @@ import {
 import { findContactById } from '../src/db/repositories/contacts.js';
 import { acquireCallSlot as acquireCallSlotRow, releaseSlot, type CallSlotResult } from '../src/db/repositories/concurrencySlots.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
-import { objectiveNames } from '../src/domain/scripts/runtime.js';
+import { objectiveNames } from '../src/domain/scripts/steps.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
 import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';

@@ -1,5 +1,5 @@
 /**
- * Activities of the script runtime (workflows/scriptRuntime.ts): the steps that do I/O.
+ * Activities of the script runner (workflows/scriptRunner.ts): the steps that do I/O.
  * A webhook step's HTTP request and the simulated callee's answers run here, so each
  * shows in the workflow history with its input and result. None of them throws for an
  * answer the script should see (a failed request is a result with ok false); retrying
@@ -8,7 +8,7 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config/index.js';
 import type { AnswerKind } from '../src/domain/authCheck/transcript.js';
-import { simulatedCalleeAnswer } from '../src/domain/scripts/runtime.js';
+import { simulatedCalleeAnswer } from '../src/domain/scripts/steps.js';
 import type { Scope } from '../src/domain/scripts/templates.js';
 import type { Logger } from '../src/logging/logger.js';
 

@@ -15,7 +15,7 @@ import type { CallActivities, CallContextData } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import type { CallEvent, CallWorkflowInput } from './contracts.js';
-import { runScript } from './scriptRuntime.js';
+import { runScript } from './scriptRunner.js';
 
 /** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
 export const MAX_CALL_MS = 2 * 60 * 60 * 1000;
@@ -125,7 +125,7 @@ async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan): Pro
 }
 
 /**
- * An answered simulated call: the script runtime (workflows/scriptRuntime.ts) runs the
+ * An answered simulated call: the script runner (workflows/scriptRunner.ts) runs the
  * call's script step by step against the simulated callee, writing turns and System Notes
  * as it goes; the call then lasts out its talk time. An invalid script or one that never
  * reaches an end fails the call (provider_error) instead of completing it.

@@ -1,5 +1,5 @@
 import { transcriptText } from '../domain/calls.js';
-import { scriptResultFromNotes } from '../domain/scripts/runtime.js';
+import { scriptResultFromNotes } from '../domain/scripts/steps.js';
 import type { CallAnalysis } from '../db/repositories/calls.js';
 import type { AnalysisInput, CallAnalyser } from './analyser.js';
 

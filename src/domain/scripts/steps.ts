@@ -1,7 +1,7 @@
 /**
- * Pure pieces of the script runtime (workflows/scriptRuntime.ts drives them inside the
- * call workflow): the starting variables of a call, conditions, step order, objectives,
- * structured data, and how the simulated callee answers an ask step.
+ * The pure step logic of scripts (the script runner, workflows/scriptRunner.ts, drives
+ * it inside the call workflow): the starting variables of a call, conditions, step order,
+ * objectives, structured data, and how the simulated callee answers an ask step.
  */
 import { normalizeDate, spokenDate } from '../dates.js';
 import type { AnswerKind } from '../authCheck/transcript.js';

@@ -1,4 +1,4 @@
-// Pure pieces of the script runtime: templates and variables, conditions, objectives,
+// The pure step logic of scripts: templates and variables, conditions, objectives,
 // structured data, and what the simulated callee answers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -12,7 +12,7 @@ import {
   renderJson,
   renderSpeech,
   simulatedCalleeAnswer,
-} from '../../src/domain/scripts/runtime.js';
+} from '../../src/domain/scripts/steps.js';
 import { fieldPathReference, getVariable, plainReference, renderTemplate, setVariable } from '../../src/domain/scripts/templates.js';
 
 const scope = initialScope({

@@ -1,5 +1,5 @@
 /**
- * The script runtime: runs a script's steps inside the call workflow (docs/scripts.md).
+ * The script runner: runs a script's steps inside the call workflow (docs/scripts.md).
  *
  * State (variables, transcript, the current step) lives in the workflow, so a call's script
  * survives a worker restart by replay. Steps that do I/O are activities (ask: the callee's
@@ -25,7 +25,7 @@ import {
   type ObjectiveResult,
   type ScriptCallData,
   type ScriptResultData,
-} from '../src/domain/scripts/runtime.js';
+} from '../src/domain/scripts/steps.js';
 import { getVariable, renderValue, setVariable, type Scope } from '../src/domain/scripts/templates.js';
 
 const { scriptRuntimeSettings, simulateCalleeAnswer } = proxyActivities<ScriptActivities>({

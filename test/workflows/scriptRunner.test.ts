@@ -1,4 +1,4 @@
-// The script runtime inside the call workflow, end to end: the real API schedules a call,
+// The script runner inside the call workflow, end to end: the real API schedules a call,
 // the real worker runs the call workflow with the simulator, the script's steps run as
 // workflow code and activities, and get-call-result shows the outcome. Time-skipping
 // environment, but results are awaited through a plain client (time skipping stays locked,
@@ -21,7 +21,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { scheduleCall } from '../../src/services/calls.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
-import { MAX_SCRIPT_STEPS } from '../../workflows/scriptRuntime.js';
+import { MAX_SCRIPT_STEPS } from '../../workflows/scriptRunner.js';
 import { createTestTeam, startTestApi, testConfig, type TestApi, type TestTeam } from '../support/app.js';
 import { calleeNumber } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';

@@ -3,11 +3,12 @@
  * their inverses, and signal / update / query definitions. Code outside workflows/ imports
  * only this file from here.
  */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
+
 export const DEFAULT_TASK_QUEUE = 'voice-agent';
 
 // ---- Webhook hook runs (issue 8, docs/webhooks.md) ----
-import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
-
 export const HOOK_RUN_WORKFLOW_TYPE = 'hookRunWorkflow';
 const HOOK_RUN_PREFIX = 'hook-run-';
 /** One workflow per accepted webhook request: `hook-run-<run_id>`. */
@@ -39,8 +40,6 @@ export interface HookRunResult {
 }
 
 // ---- Calls (issue 5, docs/calls.md) ----
-import { defineQuery, defineSignal } from '@temporalio/workflow';
-
 export const CALL_WORKFLOW_TYPE = 'callWorkflow';
 const CALL_PREFIX = 'call-';
 /** One workflow per call: `call-<call_id>`, so an operator finds it in the UI by the call id. */
@@ -143,8 +142,6 @@ export const batchWakeSignal = defineSignal('batchWake');
 export const batchStateQuery = defineQuery<BatchWorkflowState>('batchState');
 
 // ---- Web sessions (issue 6, docs/web-calls.md) ----
-import { defineUpdate } from '@temporalio/workflow';
-
 export const WEB_SESSION_WORKFLOW_TYPE = 'webSessionWorkflow';
 const WEB_SESSION_PREFIX = 'web-session-';
 /** One workflow per web session: `web-session-<session_id>`, minted → used | expired. */

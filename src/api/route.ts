@@ -21,6 +21,8 @@ export type RouteAuth = 'apiKey' | 'mediaEdge' | 'hookToken' | 'public';
 export interface RouteResponseSpec {
   description: string;
   schema?: ZodType;
+  /** Default application/json; the API reference page and its files answer other types. */
+  contentType?: string;
 }
 
 export interface RouteRequest<P, Q, B> {
@@ -34,7 +36,8 @@ export interface RouteRequest<P, Q, B> {
 
 export interface RouteResult {
   status?: number;
-  body: Record<string, unknown>;
+  /** JSON; a string or Buffer only on routes that answer a file (their Content-Type in headers). */
+  body: Record<string, unknown> | string | Buffer;
   headers?: Record<string, string>;
 }
 
@@ -122,7 +125,7 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
   const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, ...route.responses };
   for (const [status, spec] of Object.entries(all)) {
     const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
-    responses[status] = schema ? { description: spec.description, content: { 'application/json': { schema } } } : { description: spec.description };
+    responses[status] = schema ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema } } } : { description: spec.description };
   }
   const operation = documentIdempotency(route, {
     method: route.method,

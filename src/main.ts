@@ -6,7 +6,7 @@ import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { startApi } from './server.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
-// Local defaults so web calling works out of the box (decisions §5); real deployments set them.
+// Local defaults so web calling works out of the box (docs/web-calls.md); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
 process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
 process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
@@ -28,6 +28,7 @@ async function main(): Promise<void> {
       `API          ${base}/api/v1`,
       `Health       ${base}/api/v1/health`,
       `OpenAPI      ${base}/api/v1/openapi.json`,
+      `API docs     ${base}/api/v1/docs`,
       `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
       `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
       'Press Ctrl-C to stop.',

@@ -274,7 +274,7 @@ for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
       signalTestGroup(sig);
       setTimeout(() => signalTestGroup('SIGKILL'), 10_000).unref();
     } else {
-      finish(interrupted);
+      void finish(interrupted); // never rejects: each cleanup step catches its own error
     }
   });
 }
@@ -316,11 +316,11 @@ try {
   ], { cwd: ROOT, env, stdio: 'inherit', detached: true });
   startWatchdog(testChild.pid);
   testChild.once('exit', (code, signal) => {
-    finish(interrupted ?? code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));
+    void finish(interrupted ?? code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));
   });
   testChild.once('error', (err) => {
     log(`could not start the test runner: ${err.message}`);
-    finish(1);
+    void finish(1);
   });
 } catch (err) {
   log(err?.message ?? String(err));

@@ -92,6 +92,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
 
   // 2. Phone: a slot, first come first served. Web: the browser connecting.
   let holdsSlot = false;
+  let mediaTaskQueue: string | undefined;
   if (input.type !== 'web') {
     state.phase = 'waiting_for_slot';
     for (;;) {
@@ -114,7 +115,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     if (!connected) {
       return finish({ status: 'failed', endReason: 'not_connected' });
     }
-    events.discardThrough('answered');
+    mediaTaskQueue = events.takeThrough('answered')?.media_task_queue;
   }
 
   // 3. In progress (a call cancelled meanwhile stays cancelled and gives its slot back).
@@ -135,6 +136,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   const ctx: CallContext = {
     input,
     events,
+    mediaTaskQueue,
     setProgress: (progress: CallProgress) => db.setCallProgress({ callId: input.callId, status: 'in-progress', progress }),
     appendTurns: async (turns: ConversationTurn[]) => {
       if (turns.length === 0) return;

@@ -71,7 +71,13 @@ export interface CallWorkflowResult {
  */
 export type CallEvent =
   | { type: 'ringing'; event_id?: string; occurred_at?: string }
-  | { type: 'answered'; event_id?: string; occurred_at?: string }
+  | {
+      type: 'answered';
+      event_id?: string;
+      occurred_at?: string;
+      /** A media edge's task queue: the workflow runs the script's speech there (docs/media-edge.md). */
+      media_task_queue?: string;
+    }
   | { type: 'transcript'; role: 'agent' | 'user'; text: string; event_id?: string; occurred_at?: string }
   | { type: 'ended'; reason: string; event_id?: string; occurred_at?: string };
 
@@ -181,3 +187,58 @@ export const WEB_SESSION_EXPIRED = 'WebSessionExpired';
 /** The media edge redeems the token: exactly one redemption of a minted session creates the call. */
 export const redeemWebSessionUpdate = defineUpdate<WebSessionRedemption>('redeemWebSession');
 export const webSessionStateQuery = defineQuery<{ sessionId: string; state: WebSessionState; callId: string | null }>('webSessionState');
+
+// ---- The media edge (docs/media-edge.md) ----
+
+/**
+ * Each media edge instance is also a Temporal worker on a task queue of its own, so the
+ * activities that speak and listen run on the instance that holds the call's media. The
+ * edge names its queue in the call's `answered` event.
+ */
+export const MEDIA_EDGE_TASK_QUEUE_PREFIX = 'media-edge-';
+export const mediaEdgeTaskQueue = (instanceId: string) => `${MEDIA_EDGE_TASK_QUEUE_PREFIX}${instanceId}`;
+
+/** Failure types of the edge's activities: why the call's media is gone. */
+export const CALLER_HUNG_UP = 'CallerHungUp';
+export const CALL_MEDIA_LOST = 'CallMediaLost';
+
+/** How the recogniser should hear an answer (the ask step's `expect`, and its phrase list). */
+export interface AnswerHint {
+  expect: 'text' | 'free' | 'name' | 'date' | 'number' | 'digits' | 'yes_no';
+  phrases?: string[];
+}
+
+export interface SpeakToCallerInput {
+  callId: string;
+  stepId: string;
+  text: string;
+}
+
+export interface SpeakToCallerResult {
+  /** Agent audio actually played, in milliseconds. */
+  playedMs: number;
+  /** True when the caller's speech cut the playback short (barge-in). */
+  interrupted: boolean;
+}
+
+export interface AskCallerInput {
+  callId: string;
+  stepId: string;
+  /** Spoken first (the caller may barge in), then the edge listens. */
+  prompt: string;
+  hint: AnswerHint;
+  /** How long to wait for the caller to start speaking once the prompt has played. */
+  noSpeechTimeoutMs: number;
+}
+
+export type AskCallerResult =
+  | { kind: 'utterance'; text: string; /** End of the caller's speech → recognised text, ms. */ recognitionMs: number }
+  | { kind: 'silence' };
+
+/** The activities every media edge instance runs on its own task queue. */
+export interface MediaEdgeActivities {
+  speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult>;
+  askCaller(input: AskCallerInput): Promise<AskCallerResult>;
+  /** The agent ends the call: the edge sends BYE. Idempotent: a call already gone is fine. */
+  hangUpCaller(input: { callId: string }): Promise<void>;
+}

@@ -15,6 +15,7 @@ import type { CallActivities, CallContextData } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import type { CallEvent, CallWorkflowInput } from './contracts.js';
+import { runMediaConversation } from './mediaConversation.js';
 import { runScript } from './scriptRunner.js';
 
 /** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
@@ -50,16 +51,21 @@ export class CallEventInbox {
     return this.queue.shift();
   }
 
-  /** Drops events up to and including the first of this type (consumed elsewhere). */
-  discardThrough(type: CallEvent['type']): void {
+  /** Removes and returns the first event of this type, dropping those before it (consumed elsewhere). */
+  takeThrough<T extends CallEvent['type']>(type: T): Extract<CallEvent, { type: T }> | undefined {
     const i = this.queue.findIndex((e) => e.type === type);
-    if (i >= 0) this.queue.splice(0, i + 1);
+    if (i < 0) return undefined;
+    const event = this.queue[i] as Extract<CallEvent, { type: T }>;
+    this.queue.splice(0, i + 1);
+    return event;
   }
 }
 
 export interface CallContext {
   input: CallWorkflowInput;
   events: CallEventInbox;
+  /** The task queue of the media edge holding the call's media (from its `answered` event), if one does. */
+  mediaTaskQueue?: string;
   setProgress(progress: CallProgress): Promise<void>;
   /** Appends conversation turns to the call (idempotent; kept in order). */
   appendTurns(turns: ConversationTurn[]): Promise<void>;
@@ -146,11 +152,18 @@ async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan
   return { status: plan.status, endReason: plan.endReason };
 }
 
+/** Follows provider events until one ends the call; undefined after MAX_CALL_MS. */
+export function waitForEnd(ctx: CallContext): Promise<ConversationOutcome | undefined> {
+  return followEvents(ctx, MAX_CALL_MS);
+}
+
 /** From in-progress to the end of the call. */
 export async function runConversation(ctx: CallContext): Promise<ConversationOutcome> {
   if (ctx.input.type === 'web') {
-    // The browser is connected already (the shell waited for `answered`): the media edge reports the rest.
-    return (await followEvents(ctx, MAX_CALL_MS)) ?? { status: 'failed', endReason: 'call_timeout' };
+    // The browser is connected already (the shell waited for `answered`). A media edge that
+    // named its task queue runs the script's speech; otherwise its events tell the rest.
+    if (ctx.mediaTaskQueue) return runMediaConversation(ctx, ctx.mediaTaskQueue);
+    return (await waitForEnd(ctx)) ?? { status: 'failed', endReason: 'call_timeout' };
   }
   let placed;
   try {

@@ -2,15 +2,16 @@
  * The script runner: runs a script's steps inside the call workflow (docs/scripts.md).
  *
  * State (variables, transcript, the current step) lives in the workflow, so a call's script
- * survives a worker restart by replay. Steps that do I/O are activities (ask: the callee's
- * answer; webhook: the HTTP request); say, set, branch, tool (Auth Check, pure) and end run
- * in the workflow. Every step's turns and System Notes are written to the call as it goes,
+ * survives a worker restart by replay. Steps that do I/O are activities (say and ask go
+ * through the host's voice: the simulated callee, or the media edge that speaks and
+ * listens; webhook: the HTTP request); set, branch and tool (Auth Check, pure) run in the
+ * workflow. Every step's turns and System Notes are written to the call as it goes,
  * and each step's outcome is upserted into the workflow memo `script_step`, so the history
  * in the Temporal UI shows one event per step with what happened.
  */
 import { proxyActivities, upsertMemo } from '@temporalio/workflow';
 import type { ScriptActivities } from '../activities/scripts.js';
-import { authCheckSystemNote, extractAnswer, runAuthCheck, type AuthCheckVariables, type TranscriptTurn } from '../src/domain/authCheck/index.js';
+import { authCheckSystemNote, extractAnswer, runAuthCheck, type AnswerKind, type AuthCheckVariables, type TranscriptTurn } from '../src/domain/authCheck/index.js';
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
 import { parseScriptDefinition, type ScriptDefinition, type ScriptStep } from '../src/domain/scripts/definition.js';
 import {
@@ -41,11 +42,55 @@ const { callWebhook } = proxyActivities<ScriptActivities>({
 /** A script stops after this many steps (a loop that never reaches an end). */
 export const MAX_SCRIPT_STEPS = 200;
 
-/** Where the runtime writes what happens; the call workflow's seam provides it. */
+/** What an ask step hands the voice: the question, how to hear the answer, and what a simulated callee knows. */
+export interface VoiceQuestion {
+  stepId: string;
+  question: string;
+  variable: string;
+  expect: AnswerKind;
+  phrases?: string[];
+  /** contact.*, objects.* and call.* of the call (a simulated callee answers from them). */
+  scope: Scope;
+  simulatedAnswers: Record<string, string>;
+}
+
+/**
+ * How the script reaches the callee: the simulator's callee (nothing is spoken, answers
+ * come from an activity) or a media edge that really speaks and listens.
+ */
+export interface ScriptVoice {
+  /** Speaks an agent line and returns once it has been played. */
+  say(stepId: string, text: string): Promise<void>;
+  /** Asks; `text` is null when the callee stayed silent (after the voice's own reprompt, if any). */
+  ask(question: VoiceQuestion): Promise<{ text: string | null; reprompts: string[] }>;
+}
+
+/** Where the runtime writes what happens, and how it speaks; the call workflow's seam provides it. */
 export interface ScriptRuntimeHost {
   callId: string;
   appendTurns(turns: ConversationTurn[]): Promise<void>;
   appendSystemNotes(notes: SystemNote[]): Promise<void>;
+  /** Default: the simulated callee. */
+  voice?: ScriptVoice;
+}
+
+/** The simulator's callee: nothing is spoken; each answer comes from the simulateCalleeAnswer activity. */
+export function simulatedVoice(callId: string): ScriptVoice {
+  return {
+    say: async () => {},
+    ask: async (q) => {
+      const { text } = await simulateCalleeAnswer({
+        callId,
+        stepId: q.stepId,
+        question: q.question,
+        variable: q.variable,
+        expect: q.expect,
+        scope: q.scope,
+        simulatedAnswers: q.simulatedAnswers,
+      });
+      return { text, reprompts: [] };
+    },
+  };
 }
 
 export interface ScriptRunResult {
@@ -79,6 +124,7 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
   const script: ScriptDefinition = parsed.script;
   const steps = new Map(script.steps.map((s) => [s.id, s]));
   const { region } = await scriptRuntimeSettings();
+  const voice = host.voice ?? simulatedVoice(host.callId);
   const visited = new Set<string>();
   let current: ScriptStep | undefined = script.steps[0];
   let completed = false;
@@ -105,28 +151,30 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
     switch (step.type) {
       case 'say': {
         const text = renderSpeech(step.text, scope);
+        await voice.say(step.id, text);
         turns.push({ role: 'agent', text });
         outcome = { said: text };
         break;
       }
       case 'ask': {
         const question = renderSpeech(step.question, scope);
-        turns.push({ role: 'agent', text: question });
-        const { text } = await simulateCalleeAnswer({
-          callId: host.callId,
+        const heard = await voice.ask({
           stepId: step.id,
           question,
           variable: step.variable,
           expect: step.expect,
+          phrases: step.phrases,
           // What the callee knows: their own record, not the script's working variables.
           scope: { contact: scope.contact, objects: scope.objects, call: scope.call },
           simulatedAnswers: script.simulated_answers,
         });
-        turns.push({ role: 'user', text, variable: step.variable, expect: step.expect });
-        const value = extractAnswer(text, step.expect, region);
+        turns.push({ role: 'agent', text: question }, ...heard.reprompts.map((text): TranscriptTurn => ({ role: 'agent', text })));
+        if (heard.text !== null) turns.push({ role: 'user', text: heard.text, variable: step.variable, expect: step.expect });
+        else notes.push({ at: now(), kind: 'no_answer', text: `The caller did not answer step "${step.id}"${heard.reprompts.length ? ' (silent after a reprompt)' : ''}; ${step.variable} is empty.`, data: { step_id: step.id } });
+        const value = heard.text === null ? '' : extractAnswer(heard.text, step.expect, region);
         setVariable(scope, step.variable, value);
         setVariable(scope, `steps.${step.id}.answer`, value);
-        outcome = { variable: step.variable, answer: value };
+        outcome = { variable: step.variable, answer: value, ...(heard.text === null ? { silent: true } : {}) };
         break;
       }
       case 'webhook': {
@@ -179,7 +227,11 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
         break;
       }
       case 'end': {
-        if (step.text) turns.push({ role: 'agent', text: renderSpeech(step.text, scope) });
+        if (step.text) {
+          const text = renderSpeech(step.text, scope);
+          await voice.say(step.id, text);
+          turns.push({ role: 'agent', text });
+        }
         completed = true;
         outcome = { ended: true };
         break;

@@ -156,7 +156,15 @@ export const callEventBody = z
     'type',
     [
       z.object({ type: z.literal('ringing'), ...eventCommon }),
-      z.object({ type: z.literal('answered'), ...eventCommon }),
+      z.object({
+        type: z.literal('answered'),
+        media_task_queue: z
+          .string()
+          .regex(/^media-edge-[A-Za-z0-9._-]{1,100}$/, 'media_task_queue must be media-edge-<instance id>')
+          .optional()
+          .openapi({ description: 'Sent by a media edge: its own task queue, where the call workflow runs the script’s speech (docs/media-edge.md).' }),
+        ...eventCommon,
+      }),
       z.object({ type: z.literal('transcript'), role: z.enum(['agent', 'user']), text: z.string().min(1).max(10_000), ...eventCommon }),
       z.object({ type: z.literal('ended'), reason: z.enum(endReasons, { message: `reason must be one of ${endReasons.join(', ')}` }), ...eventCommon }),
     ],

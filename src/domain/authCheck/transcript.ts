@@ -3,6 +3,7 @@
  * with the same rules, turning what a callee says into the value an ask step stores.
  */
 import { canonicalText, findDateInText, looksLikeDate } from '../dates.js';
+import { spokenDigits, spokenToNumerals } from '../spokenNumbers.js';
 
 /** One line of the conversation. Callee lines of ask steps name the variable they answered. */
 export interface TranscriptTurn {
@@ -14,23 +15,33 @@ export interface TranscriptTurn {
   expect?: AnswerKind;
 }
 
-export type AnswerKind = 'text' | 'name' | 'date' | 'number' | 'yes_no';
+export type AnswerKind = 'text' | 'free' | 'name' | 'date' | 'number' | 'digits' | 'yes_no';
 
 const FILLER = /^(?:(?:yes|yeah|yep|sure|ok|okay|well|so|um+|uh+|oh|right|of course|sorry|actually|oops|i mean|no)\b[\s,.!-]*)+/i;
 const LEAD_IN =
   /^(?:my (?:full |first |last )?name(?: is|'s)|the name(?: is|'s)|name's|my [a-z ]{1,40}? is|it is|it's|that is|that's|that would be|this is|i am|i'm|call me)\b\s*/i;
 const NOTHING = /^(?:i (?:don't|do not) know|i'm not sure|i am not sure|no idea|not sure|i can't remember|i don't remember|pass)\b/i;
 
+/** The date an answer names, typed ("April 3rd 1985") or as a recogniser writes it ("the third of april nineteen eighty five"). */
+function spokenDate(text: string, region: string): string {
+  const found = findDateInText(text, region);
+  if (found) return found.text;
+  const numerals = spokenToNumerals(text);
+  const date = findDateInText(numerals, region) ?? findDateInText(numerals.replace(/\b(?:the|of)\b\s*/g, ''), region);
+  return date ? date.text : '';
+}
+
 /**
- * The value in a callee's answer: the date it names for `date`, the digits for `number`,
+ * The value in a callee's answer: the date it names for `date` (numbers may be spoken), the number for `number`, the digits said one by one for `digits`,
  * yes/no for `yes_no`, otherwise the words after a lead-in ("My name is Jane Doe." → "Jane
  * Doe"). Empty when the answer offers nothing ("I'm not sure").
  */
 export function extractAnswer(text: string, kind: AnswerKind = 'text', region = 'US'): string {
   const trimmed = text.trim();
   if (trimmed === '' || NOTHING.test(trimmed) || NOTHING.test(trimmed.replace(FILLER, ''))) return '';
-  if (kind === 'date') return findDateInText(trimmed, region)?.text ?? '';
-  if (kind === 'number') return /-?\d+(?:[.,]\d+)?/.exec(trimmed)?.[0] ?? '';
+  if (kind === 'date') return spokenDate(trimmed, region);
+  if (kind === 'number') return /-?\d+(?:[.,]\d+)?/.exec(spokenToNumerals(trimmed))?.[0] ?? '';
+  if (kind === 'digits') return spokenDigits(trimmed);
   if (kind === 'yes_no') {
     if (/^\s*(?:yes|yeah|yep|correct|right|sure|that's right|it is)\b/i.test(trimmed)) return 'yes';
     if (/^\s*(?:no|nope|not really|that's wrong|incorrect)\b/i.test(trimmed)) return 'no';

@@ -51,14 +51,17 @@ const base = { id: stepId, next };
 
 export const sayStepSchema = z.strictObject({ ...base, type: z.literal('say'), text: text('text') });
 
-export const ANSWER_KINDS = ['text', 'name', 'date', 'number', 'yes_no'] as const;
+/** `free` is `text` by another name; `digits` is a sequence of digits said one by one. */
+export const ANSWER_KINDS = ['text', 'free', 'name', 'date', 'number', 'digits', 'yes_no'] as const;
 export const askStepSchema = z.strictObject({
   ...base,
   type: z.literal('ask'),
   question: text('question'),
   variable: writableVariable,
-  /** What the answer is; decides how the value is read from what the callee says. */
+  /** What the answer is; decides how the value is read from what the callee says, and how a recogniser listens. */
   expect: z.enum(ANSWER_KINDS).default('text'),
+  /** Words or phrases the answer is likely to be (names, options): a recogniser's hint. */
+  phrases: z.array(z.string().min(1).max(100), { message: 'phrases must be an array of strings' }).max(100).optional(),
 });
 
 const templateString = z.string().max(8000);

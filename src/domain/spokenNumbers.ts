@@ -1,0 +1,115 @@
+/**
+ * Numbers as a speech recogniser writes them: words, not numerals. "one nine eight five"
+ * is a digit string, "nineteen eighty five" a year, "the third" a day. Turning them into
+ * numerals lets the answer rules (dates, digits, numbers) treat spoken and typed answers
+ * alike.
+ */
+
+const DIGIT_WORDS: Record<string, string> = {
+  zero: '0', oh: '0', o: '0', nought: '0', one: '1', two: '2', three: '3', four: '4', five: '5',
+  six: '6', seven: '7', eight: '8', nine: '9',
+};
+
+const UNITS: Record<string, number> = {
+  zero: 0, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9,
+  ten: 10, eleven: 11, twelve: 12, thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16,
+  seventeen: 17, eighteen: 18, nineteen: 19,
+};
+const TENS: Record<string, number> = { twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90 };
+const ORDINAL_UNITS: Record<string, number> = {
+  first: 1, second: 2, third: 3, fourth: 4, fifth: 5, sixth: 6, seventh: 7, eighth: 8, ninth: 9,
+  tenth: 10, eleventh: 11, twelfth: 12, thirteenth: 13, fourteenth: 14, fifteenth: 15,
+  sixteenth: 16, seventeenth: 17, eighteenth: 18, nineteenth: 19,
+};
+const ORDINAL_TENS: Record<string, number> = { twentieth: 20, thirtieth: 30 };
+
+function ordinalSuffix(n: number): string {
+  if (n % 100 >= 11 && n % 100 <= 13) return 'th';
+  return ({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[n % 10] ?? 'th';
+}
+
+/**
+ * The digits said one by one ("one nine eight five", "1 9 8 5", "oh four"), as one string;
+ * empty when the text holds none. Other words are ignored.
+ */
+export function spokenDigits(text: string): string {
+  let digits = '';
+  for (const word of text.toLowerCase().split(/[^a-z0-9]+/)) {
+    if (/^\d+$/.test(word)) digits += word;
+    else if (word in DIGIT_WORDS && word !== 'o') digits += DIGIT_WORDS[word];
+  }
+  return digits;
+}
+
+/** A number below 100 from one or two words ("eighty five", "seven"); undefined otherwise. */
+function readBelowHundred(words: string[], i: number): { value: number; used: number; ordinal: boolean } | undefined {
+  const w = words[i];
+  if (w in ORDINAL_UNITS) return { value: ORDINAL_UNITS[w], used: 1, ordinal: true };
+  if (w in ORDINAL_TENS) return { value: ORDINAL_TENS[w], used: 1, ordinal: true };
+  if (w in UNITS) return { value: UNITS[w], used: 1, ordinal: false };
+  if (w in TENS) {
+    const next = words[i + 1];
+    if (next !== undefined && next in ORDINAL_UNITS && ORDINAL_UNITS[next] < 10) return { value: TENS[w] + ORDINAL_UNITS[next], used: 2, ordinal: true };
+    if (next !== undefined && next in UNITS && UNITS[next] > 0 && UNITS[next] < 10) return { value: TENS[w] + UNITS[next], used: 2, ordinal: false };
+    return { value: TENS[w], used: 1, ordinal: false };
+  }
+  return undefined;
+}
+
+/**
+ * Replaces spoken numbers with numerals: "april third nineteen eighty five" → "april 3rd
+ * 1985", "two thousand and one" → "2001", "twenty twenty four" → "2024". Years said as two
+ * pairs ("nineteen eighty five") are read as years; other words stay as they are.
+ */
+export function spokenToNumerals(text: string): string {
+  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
+  const out: string[] = [];
+  let i = 0;
+  while (i < words.length) {
+    const first = readBelowHundred(words, i);
+    if (!first) {
+      out.push(words[i]);
+      i++;
+      continue;
+    }
+    let j = i + first.used;
+    if (first.ordinal) {
+      out.push(`${first.value}${ordinalSuffix(first.value)}`);
+      i = j;
+      continue;
+    }
+    // "two thousand (and) one", "nineteen hundred (and) five"
+    if (words[j] === 'thousand' || words[j] === 'hundred') {
+      let value = first.value * (words[j] === 'thousand' ? 1000 : 100);
+      j++;
+      if (words[j] === 'and') j++;
+      const rest = j < words.length ? readBelowHundred(words, j) : undefined;
+      if (rest && !rest.ordinal) {
+        value += rest.value;
+        j += rest.used;
+      } else if (words[j - 1] === 'and') {
+        j--;
+      }
+      out.push(String(value));
+      i = j;
+      continue;
+    }
+    // A year said as two pairs: "nineteen eighty five", "twenty twenty four", "nineteen oh five".
+    if (first.value >= 10 && j < words.length) {
+      if ((words[j] === 'oh' || words[j] === 'o') && words[j + 1] in UNITS && UNITS[words[j + 1]] < 10) {
+        out.push(String(first.value * 100 + UNITS[words[j + 1]]));
+        i = j + 2;
+        continue;
+      }
+      const second = readBelowHundred(words, j);
+      if (second && !second.ordinal && second.value >= 10) {
+        out.push(String(first.value * 100 + second.value));
+        i = j + second.used;
+        continue;
+      }
+    }
+    out.push(String(first.value));
+    i = j;
+  }
+  return out.join(' ');
+}

@@ -1,0 +1,261 @@
+// A browser call whose media a media edge holds, in the time-skipping environment: the real
+// call activities over the test database, and a typed stand-in for the edge's activities
+// on an edge task queue of its own. The stand-in plays a scripted caller: what they answer
+// to each prompt, when they stay silent, when they hang up, when the edge is lost.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { Pool } from '../../src/db/pool.js';
+import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import {
+  CALL_MEDIA_LOST,
+  callEventSignal,
+  callWorkflowId,
+  mediaEdgeTaskQueue,
+  type AskCallerInput,
+  type AskCallerResult,
+  type MediaEdgeActivities,
+} from '../../workflows/contracts.js';
+import { REPROMPT_PREFIX } from '../../workflows/mediaConversation.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow, callTestConfig, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+
+let calls: CallWorkerEnv;
+let env: TestWorkflowEnvironment;
+let pool: Pool;
+let plain: Client;
+const config = callTestConfig();
+let deps: CallServiceDeps;
+
+before(async () => {
+  calls = await startCallWorkerEnv(config);
+  ({ env, pool } = calls);
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
+  deps = { pool, temporal: env.client, config };
+});
+
+after(async () => {
+  await calls?.stop();
+});
+
+const VERIFY_SCRIPT = {
+  name: 'Verify by digits',
+  steps: [
+    { id: 'greet', type: 'say', text: 'Hello, this is your assistant.' },
+    { id: 'ask_pin', type: 'ask', question: 'Please say your account number, one digit at a time.', variable: 'answers.pin', expect: 'digits' },
+    { id: 'ask_ok', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.ok', expect: 'yes_no' },
+    {
+      id: 'verify',
+      type: 'tool',
+      tool: 'Auth | Check',
+      settings: { record_array: ['19850403'], check_array: ['{{answers.pin}}'], required_match_count: '', exact: 'Yes' },
+    },
+    { id: 'bye', type: 'end', text: 'Goodbye.' },
+  ],
+};
+
+/** What the stand-in caller does at one askCaller call. */
+type CallerMove = { say: string } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
+
+interface StandIn {
+  taskQueue: string;
+  spoken: string[];
+  prompts: string[];
+  hangUps: number;
+  cancelledAsks: number;
+  worker: Worker;
+  running: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A stand-in edge on a queue of its own: speaks instantly, answers `moves` in order. */
+async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
+  const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
+  const state = { spoken: [] as string[], prompts: [] as string[], hangUps: 0, cancelledAsks: 0 };
+  const activities: MediaEdgeActivities = {
+    async speakToCaller({ text }) {
+      state.spoken.push(text);
+      return { playedMs: text.length * 60, interrupted: false };
+    },
+    async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
+      state.prompts.push(input.prompt);
+      const move = moves.shift() ?? { silence: true };
+      if ('say' in move) return { kind: 'utterance', text: move.say, recognitionMs: 120 };
+      if ('silence' in move) return { kind: 'silence' };
+      if ('mediaLost' in move) throw ApplicationFailure.nonRetryable('ICE connection failed', CALL_MEDIA_LOST);
+      // The caller hangs up while the prompt plays: the edge keeps heartbeating until the workflow cancels.
+      const ctx = Context.current();
+      for (;;) {
+        try {
+          ctx.heartbeat();
+          await ctx.sleep(200);
+        } catch (err) {
+          state.cancelledAsks++;
+          throw err;
+        }
+      }
+    },
+    async hangUpCaller() {
+      state.hangUps++;
+    },
+  };
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
+  const running = worker.run();
+  return Object.assign(state, {
+    taskQueue,
+    worker,
+    running,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  });
+}
+
+async function webCall(team: TestTeam): Promise<string> {
+  const script = await insertScript(pool, { teamId: team.teamId, name: 'verify', definition: VERIFY_SCRIPT });
+  const contact = await getOrCreateSharedWebContact(pool, team.teamId);
+  const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: script.id, contact: { id: contact.id }, type: 'web' });
+  return call.callId;
+}
+
+async function answer(callId: string, taskQueue: string): Promise<void> {
+  await env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${callId}`, media_task_queue: taskQueue });
+}
+
+const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+
+describe('a call on the media edge: the workflow runs the script through the edge', () => {
+  test('say and ask steps are edge activities; answers become user turns; the script end hangs up (completed / agent_hangup)', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ say: 'one nine eight five zero four zero three' }, { say: 'yes that is correct' }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const row = await callRow(pool, callId);
+      assert.deepEqual(
+        row.conversation.map((t) => `${t.role}: ${t.text}`),
+        [
+          'agent: Hello, this is your assistant.',
+          'agent: Please say your account number, one digit at a time.',
+          'user: one nine eight five zero four zero three',
+          'agent: Is this a good time to talk?',
+          'user: yes that is correct',
+          'agent: Goodbye.',
+        ],
+      );
+      assert.deepEqual(edge.spoken, ['Hello, this is your assistant.', 'Goodbye.']);
+      assert.equal(edge.hangUps, 1, 'the agent hung up once');
+      const authNote = row.system_notes.find((n) => n.kind === 'auth_check');
+      assert.ok(authNote, 'an Auth Check note');
+      assert.match(authNote.text, /verified/i);
+      assert.equal((authNote.data as { variables: { verified: boolean } }).variables.verified, true, 'the spoken digits verify');
+      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+      const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : []));
+      const onEdge = scheduled.filter((a) => a.taskQueue?.name === edge.taskQueue).map((a) => a.activityType?.name);
+      assert.deepEqual(onEdge, ['speakToCaller', 'askCaller', 'askCaller', 'speakToCaller', 'hangUpCaller'], 'every step is visible in the history, on the edge queue');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('wrong spoken digits fail the Auth Check', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ say: 'one two three four' }, { say: 'no' }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.equal((await result(callId)).status, 'completed');
+      const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'auth_check');
+      assert.equal((note?.data as { variables: { verified: boolean } }).variables.verified, false);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('silence gets one reprompt; an answer to the reprompt counts', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ silence: true }, { say: 'one nine eight five zero four zero three' }, { say: 'yes' }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.equal((await result(callId)).status, 'completed');
+      assert.equal(edge.prompts[1], `${REPROMPT_PREFIX} Please say your account number, one digit at a time.`);
+      const texts = (await callRow(pool, callId)).conversation.map((t) => t.text);
+      assert.ok(texts.includes(edge.prompts[1]), 'the reprompt is in the transcript');
+      assert.ok(texts.includes('one nine eight five zero four zero three'));
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('silence after the reprompt: no user turn, a no_answer note, an empty variable, and the script goes on', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ silence: true }, { silence: true }, { say: 'yes' }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const row = await callRow(pool, callId);
+      assert.equal(row.conversation.filter((t) => t.role === 'user').length, 1, 'only the second question was answered');
+      const note = row.system_notes.find((n) => n.kind === 'no_answer');
+      assert.match(note?.text ?? '', /did not answer step "ask_pin"/);
+      const auth = row.system_notes.find((n) => n.kind === 'auth_check');
+      assert.equal((auth?.data as { variables: { verified: boolean } }).variables.verified, false);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('the caller hanging up mid-prompt cancels the prompt and ends hang-up / User Hangup', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ hangUpDuringPrompt: true }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      await waitForCall(pool, callId, (c) => c.conversation.length >= 1);
+      while (edge.prompts.length === 0) await new Promise((r) => setTimeout(r, 50));
+      await env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, { type: 'ended', reason: 'User Hangup', event_id: `bye-${callId}` });
+      assert.deepEqual(await result(callId), { callId, status: 'hang-up', endReason: 'User Hangup' });
+      for (let i = 0; i < 100 && edge.cancelledAsks === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(edge.cancelledAsks, 1, 'the prompt in flight was cancelled on the edge');
+      assert.equal(edge.hangUps, 0, 'the agent does not hang up a call the caller left');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('media lost during a step ends dropout / connection_lost with a System Note', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ mediaLost: true }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.deepEqual(await result(callId), { callId, status: 'dropout', endReason: 'connection_lost' });
+      const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'media');
+      assert.match(note?.text ?? '', /ICE connection failed/);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('an edge that is gone (nobody polls its queue) ends the call dropout, never stuck in-progress', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([]);
+    await edge.stop();
+    const callId = await webCall(team);
+    await answer(callId, edge.taskQueue);
+    await waitForCall(pool, callId, (c) => c.status === 'in-progress');
+    await env.sleep(15_000);
+    assert.deepEqual(await result(callId), { callId, status: 'dropout', endReason: 'connection_lost' });
+    const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'media');
+    assert.match(note?.text ?? '', /stopped answering \(speakToCaller was never picked up\)/);
+  });
+});

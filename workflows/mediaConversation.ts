@@ -1,0 +1,144 @@
+/**
+ * A call whose media a media edge holds (a browser call today, a carrier's media stream
+ * later): the script runs here, in the call workflow, and every spoken line and every
+ * answer is an activity on the edge instance that holds the call (its own task queue,
+ * named in the call's `answered` event). docs/media-edge.md, "The call workflow".
+ *
+ * How it ends:
+ *   the script ends               → hangUpCaller (the edge sends BYE) → completed / agent_hangup
+ *   the caller hangs up           → the edge's `ended` event, or CallerHungUp from an activity → hang-up / User Hangup
+ *   media lost, or the edge gone  → CallMediaLost, a heartbeat or schedule-to-start timeout → dropout / connection_lost
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { SystemNote } from '../src/domain/calls.js';
+import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type MediaEdgeActivities } from './contracts.js';
+import { waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
+import { runScript, type ScriptVoice, type VoiceQuestion } from './scriptRunner.js';
+
+/** How long the caller has to start answering once a prompt has played. */
+export const ANSWER_TIMEOUT_MS = 8_000;
+/** Said before the question when the caller stayed silent the first time (one reprompt). */
+export const REPROMPT_PREFIX = "Sorry, I didn't catch that.";
+/** An edge that does not pick up an activity within this long is gone (its calls end dropout). */
+export const EDGE_PICKUP_TIMEOUT = '10 seconds';
+/** An edge activity that stops heartbeating this long is gone with its edge. */
+export const EDGE_HEARTBEAT_TIMEOUT = '5 seconds';
+
+export const CALLER_HANGUP_OUTCOME: ConversationOutcome = { status: 'hang-up', endReason: 'User Hangup' };
+export const MEDIA_LOST_OUTCOME: ConversationOutcome = { status: 'dropout', endReason: 'connection_lost' };
+
+function edgeActivities(taskQueue: string) {
+  return proxyActivities<MediaEdgeActivities>({
+    taskQueue,
+    scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: EDGE_HEARTBEAT_TIMEOUT,
+    // Speech reaches a person: never played twice. A failure means the media is gone.
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/** Speaks and listens through the edge; one reprompt when the caller stays silent. */
+function edgeVoice(edge: ReturnType<typeof edgeActivities>, callId: string): ScriptVoice {
+  return {
+    async say(stepId, text) {
+      await edge.speakToCaller({ callId, stepId, text });
+    },
+    async ask(q: VoiceQuestion) {
+      const hint: AnswerHint = { expect: q.expect, ...(q.phrases ? { phrases: q.phrases } : {}) };
+      const first = await edge.askCaller({ callId, stepId: q.stepId, prompt: q.question, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+      if (first.kind === 'utterance') return { text: first.text, reprompts: [] };
+      const reprompt = `${REPROMPT_PREFIX} ${q.question}`;
+      const second = await edge.askCaller({ callId, stepId: q.stepId, prompt: reprompt, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+      return { text: second.kind === 'utterance' ? second.text : null, reprompts: [reprompt] };
+    },
+  };
+}
+
+/** Why an edge activity failed, in terms of the call: the caller left, or the media is gone. */
+export function outcomeOfEdgeFailure(err: unknown): { outcome: ConversationOutcome; note: string } | undefined {
+  if (!(err instanceof ActivityFailure)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === CALLER_HUNG_UP) return { outcome: CALLER_HANGUP_OUTCOME, note: '' };
+  if (cause instanceof ApplicationFailure && cause.type === CALL_MEDIA_LOST) {
+    return { outcome: MEDIA_LOST_OUTCOME, note: `The call's media was lost (${cause.message}); the call ended as dropout.` };
+  }
+  if (cause instanceof TimeoutFailure) {
+    return {
+      outcome: MEDIA_LOST_OUTCOME,
+      note: `The media edge holding the call stopped answering (${err.activityType} ${cause.timeoutType === 'SCHEDULE_TO_START' ? 'was never picked up' : `timed out: ${cause.timeoutType ?? 'unknown'}`}); the call ended as dropout.`,
+    };
+  }
+  return { outcome: MEDIA_LOST_OUTCOME, note: `The media edge failed during ${err.activityType}: ${cause?.message ?? err.message}; the call ended as dropout.` };
+}
+
+/**
+ * Runs the call's script over the edge's media until the script ends, the caller hangs up
+ * or the media is lost; returns the call's outcome.
+ */
+export async function runMediaConversation(ctx: CallContext, taskQueue: string): Promise<ConversationOutcome> {
+  const edge = edgeActivities(taskQueue);
+  const context = await ctx.loadContext();
+  const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
+  const note = (text: string): SystemNote => ({ at: new Date().toISOString(), kind: 'media', text });
+
+  // The script runs in a scope the caller's hang-up can cancel; the edge's `ended` event races it.
+  const scriptScope = new CancellationScope();
+  const script = scriptScope.run(() =>
+    runScript(
+      context.script.definition,
+      { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } },
+      {
+        callId: ctx.input.callId,
+        // Writes finish even when the scope is cancelled mid-step: what was said stays said.
+        appendTurns: (turns) => CancellationScope.nonCancellable(() => ctx.appendTurns(turns)),
+        appendSystemNotes: (notes) => CancellationScope.nonCancellable(() => ctx.appendSystemNotes(notes)),
+        voice: edgeVoice(edge, ctx.input.callId),
+      },
+    ).then(
+      (run) => ({ kind: 'script' as const, run }),
+      (err: unknown) => ({ kind: 'error' as const, err }),
+    ),
+  );
+  const hangUpWatch = new CancellationScope();
+  const endedByEdge = hangUpWatch.run(() => waitForEnd(ctx)).then(
+    (outcome) => ({ kind: 'ended' as const, outcome }),
+    () => ({ kind: 'watch_stopped' as const }),
+  );
+
+  const raced = await Promise.race([script, endedByEdge]);
+  if (raced.kind === 'ended') {
+    scriptScope.cancel();
+    await script;
+    return raced.outcome ?? { status: 'failed', endReason: 'call_timeout' };
+  }
+  const first = raced.kind === 'watch_stopped' ? await script : raced;
+  hangUpWatch.cancel();
+  await endedByEdge;
+
+  if (first.kind === 'error') {
+    if (isCancellation(first.err)) return CALLER_HANGUP_OUTCOME;
+    const failure = outcomeOfEdgeFailure(first.err);
+    if (!failure) throw first.err;
+    if (failure.note) await ctx.appendSystemNotes([note(failure.note)]);
+    return failure.outcome;
+  }
+
+  // The script is over: the agent hangs up. A caller who left meanwhile is fine.
+  try {
+    await edge.hangUpCaller({ callId: ctx.input.callId });
+  } catch (err) {
+    const failure = outcomeOfEdgeFailure(err);
+    if (failure && failure.outcome !== CALLER_HANGUP_OUTCOME) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${failure.note}`)]);
+  }
+  // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
+  if (!first.run.completed) return { status: 'failed', endReason: 'provider_error' };
+  return { status: 'completed', endReason: 'agent_hangup' };
+}

@@ -1,0 +1,84 @@
+/**
+ * The activities of a media edge instance, on its own task queue (docs/media-edge.md).
+ * Each one runs on the edge that holds the call's media, heartbeats while audio plays or
+ * the edge listens, and stops when the workflow cancels it (the caller hung up). When the
+ * media is gone it fails with a typed, non-retryable failure the call workflow maps to an
+ * end reason: CallerHungUp (hang-up) or CallMediaLost (dropout).
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import {
+  CALL_MEDIA_LOST,
+  CALLER_HUNG_UP,
+  type AskCallerInput,
+  type AskCallerResult,
+  type MediaEdgeActivities,
+  type SpeakToCallerInput,
+  type SpeakToCallerResult,
+} from '../../workflows/contracts.js';
+import type { Logger } from '../logging/logger.js';
+import type { LiveCall, LiveCalls } from './liveCalls.js';
+import type { ChannelCloseReason } from './media/channel.js';
+
+/** Heartbeat this often: well inside the workflow's heartbeat timeout. */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
+
+function mediaGone(callId: string, reason: ChannelCloseReason | undefined): ApplicationFailure {
+  if (reason === 'remote_hangup') return ApplicationFailure.nonRetryable(`The caller hung up call ${callId}`, CALLER_HUNG_UP);
+  const why = reason === 'media_lost' ? 'its media was lost' : reason === 'local_hangup' ? 'it was hung up' : 'it is not on this media edge';
+  return ApplicationFailure.nonRetryable(`Call ${callId} has no media: ${why}`, CALL_MEDIA_LOST);
+}
+
+/**
+ * Runs `work` for the call while heartbeating; aborts it when the workflow cancels the
+ * activity or the call's media ends, and turns the end of the media into its failure.
+ */
+async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: LiveCall, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const call = calls.get(callId);
+  if (!call) throw mediaGone(callId, calls.endingOf(callId));
+  const ctx = Context.current();
+  const abort = new AbortController();
+  const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
+  ctx.cancellationSignal.addEventListener('abort', onCancel);
+  const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
+  ctx.heartbeat();
+  let closedReason: ChannelCloseReason | undefined;
+  const closed = call.channel.closed.then((reason) => {
+    closedReason = reason;
+    abort.abort(new Error(`media closed: ${reason}`));
+    return reason;
+  });
+  try {
+    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason)))]);
+    return result;
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw err;
+    if (closedReason) throw mediaGone(callId, closedReason);
+    throw err;
+  } finally {
+    clearInterval(heartbeat);
+    ctx.cancellationSignal.removeEventListener('abort', onCancel);
+  }
+}
+
+export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logger }): MediaEdgeActivities {
+  return {
+    /** Plays an agent line; the caller may barge in. */
+    async speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult> {
+      return withCallMedia(deps.calls, input.callId, (call, signal) => call.conversation.speak(input.text, { bargeIn: true, signal }));
+    },
+
+    /** Plays the prompt (barge-in allowed), then listens for the caller's answer. */
+    async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
+      return withCallMedia(deps.calls, input.callId, async (call, signal) => {
+        const heard = await call.conversation.ask(input.prompt, input.hint, { noSpeechTimeoutMs: input.noSpeechTimeoutMs, signal });
+        deps.logger.debug({ callId: input.callId, stepId: input.stepId, kind: heard.kind }, 'caller answered');
+        return heard;
+      });
+    },
+
+    /** Sends BYE; a call already gone is fine (the caller left first, or the edge lost it). */
+    async hangUpCaller(input: { callId: string }): Promise<void> {
+      await deps.calls.get(input.callId)?.hangUp();
+    },
+  };
+}

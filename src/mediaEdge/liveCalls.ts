@@ -1,0 +1,54 @@
+/**
+ * The calls whose media this edge instance holds right now. Activities find their call
+ * here by id; a call that is not here (the edge restarted, the call ended) has no media.
+ */
+import type { AnswerHint, AskCallerResult, SpeakToCallerResult } from '../../workflows/contracts.js';
+import type { ChannelCloseReason, MediaChannel } from './media/channel.js';
+
+/** What the activities need of a call's conversation engine. */
+export interface CallConversation {
+  speak(text: string, opts: { bargeIn: boolean; signal: AbortSignal }): Promise<SpeakToCallerResult>;
+  ask(prompt: string, hint: AnswerHint, opts: { noSpeechTimeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult>;
+}
+
+export interface LiveCall {
+  callId: string;
+  channel: MediaChannel;
+  conversation: CallConversation;
+  /** The agent ends the call (BYE); resolves once sent. Idempotent. */
+  hangUp(): Promise<void>;
+}
+
+export class LiveCalls {
+  private readonly calls = new Map<string, LiveCall>();
+  /** Why each recently ended call ended, so a late activity can say it precisely. */
+  private readonly endings = new Map<string, ChannelCloseReason>();
+
+  add(call: LiveCall): void {
+    this.calls.set(call.callId, call);
+    this.endings.delete(call.callId);
+    void call.channel.closed.then((reason) => {
+      this.calls.delete(call.callId);
+      this.endings.set(call.callId, reason);
+      // Keep only recent endings: enough for activities that were already on their way.
+      if (this.endings.size > 1000) this.endings.delete(this.endings.keys().next().value as string);
+    });
+  }
+
+  get(callId: string): LiveCall | undefined {
+    return this.calls.get(callId);
+  }
+
+  /** Why the call is no longer here, when it ended on this edge recently. */
+  endingOf(callId: string): ChannelCloseReason | undefined {
+    return this.endings.get(callId);
+  }
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  all(): LiveCall[] {
+    return [...this.calls.values()];
+  }
+}

@@ -4,10 +4,10 @@
  * with that id creates one call, ever), and the row transitions are conditional updates.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { ApiError } from '../src/api/errors.js';
 import { releaseSlot, transferSessionSlotToCall } from '../src/db/repositories/concurrencySlots.js';
 import { findWebSessionById, markWebSessionExpired, markWebSessionUsed } from '../src/db/repositories/webSessions.js';
 import { scheduleCall, wakeSlotWaiters } from '../src/services/calls.js';
+import { UseCaseError } from '../src/services/errors.js';
 import type { WebSessionRedemption } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
 
@@ -36,7 +36,7 @@ export function createWebSessionActivities(deps: ActivityDeps) {
         });
       } catch (err) {
         // The script, contact or number went away since minting: retrying cannot help.
-        if (err instanceof ApiError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, 'NotFound');
+        if (err instanceof UseCaseError) throw ApplicationFailure.nonRetryable(err.message, 'NotFound');
         throw err;
       }
       if (!(await transferSessionSlotToCall(deps.pool, input.sessionId, input.callId))) {

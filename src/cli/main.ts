@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { openDatabase, openTemporal, type Database, type Temporal } from '../infrastructure.js';
 import { createLogger } from '../logging/logger.js';
+import { UseCaseError } from '../services/errors.js';
 import { CliError, type CliCommand, type CliContext } from './command.js';
 import { cliCommands } from './commands/index.js';
 
@@ -96,7 +97,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    const known = err instanceof CliError || err instanceof ConfigError;
+    // A use case's refusal (not found, wrong state, ...) is an operator error like a CliError.
+    const known = err instanceof CliError || err instanceof ConfigError || err instanceof UseCaseError;
     process.stderr.write(`admin: ${known ? err.message : (err as Error).stack ?? String(err)}\n`);
     process.exit(known ? 1 : 2);
   },

@@ -17,7 +17,6 @@
 import { createHash } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Config } from '../config/index.js';
-import { ApiError, badRequest, conflict, notFound } from '../api/errors.js';
 import { withTransaction } from '../db/pool.js';
 import {
   ACTIVE_BATCH_STATUSES,
@@ -51,7 +50,8 @@ import {
   type BatchProgress,
   type BatchWorkflowInput,
 } from '../../workflows/contracts.js';
-import { cancelCall, CONTACT_NOT_FOUND, FROM_NUMBER_NOT_FOUND, SCRIPT_NOT_FOUND, scheduleCall, type CallServiceDeps } from './calls.js';
+import { cancelCall, FROM_NUMBER_NOT_FOUND, SCRIPT_NOT_FOUND, scheduleCall, type CallServiceDeps } from './calls.js';
+import { conflict, invalid, isUseCaseError, notFound, type UseCaseError } from './errors.js';
 import { onListContactsAdded } from './lists.js';
 
 export type { BatchStatus };
@@ -105,15 +105,15 @@ export interface CreateBatchInput {
 }
 
 /**
- * Validates team, list, script and number (404 naming the missing one), writes the batch
+ * Validates team, list, script and number (not found naming the missing one), writes the batch
  * row (status scheduled) and starts its workflow. If the workflow cannot be started the
  * batch ends failed (workflow_not_started) and the error is thrown.
  */
 export async function createBatch(deps: BatchServiceDeps, input: CreateBatchInput): Promise<BatchRecord> {
   const fromNumber = normalizePhoneNumber(input.fromNumber, deps.config.DEFAULT_PHONE_REGION);
-  if (!fromNumber) throw badRequest('Invalid request: from_number is not a valid phone number');
+  if (!fromNumber) throw invalid('Invalid request: from_number is not a valid phone number');
   const startAt = input.startAt ?? new Date();
-  if (Number.isNaN(startAt.getTime())) throw badRequest('Invalid request: start_at must be an ISO 8601 date-time');
+  if (Number.isNaN(startAt.getTime())) throw invalid('Invalid request: start_at must be an ISO 8601 date-time');
   if (!(await findTeam(deps.pool, input.teamId))) throw notFound('Team not found');
   const [list, script, number] = await Promise.all([
     findList(deps.pool, input.teamId, input.listId),
@@ -182,7 +182,7 @@ async function requireBatch(deps: Pick<BatchServiceDeps, 'pool'>, batchId: strin
   return batch;
 }
 
-function wrongState(action: string, status: string): ApiError {
+function wrongState(action: string, status: string): UseCaseError {
   return conflict(`Batch cannot be ${action}: its status is ${status}`, { status });
 }
 
@@ -227,8 +227,8 @@ async function cancelWaitingCalls(deps: BatchServiceDeps, batch: BatchRecord, op
       await cancelCall(deps, batch.team_id, callId);
       cancelled += 1;
     } catch (err) {
-      // 409: it started meanwhile; 404 cannot happen for a call the batch made.
-      if (!(err instanceof ApiError)) throw err;
+      // Conflict: it started meanwhile; not found cannot happen for a call the batch made.
+      if (!isUseCaseError(err, 'conflict', 'not_found')) throw err;
     }
   }
   if (cancelled > 0) await withTransaction(deps.pool, (tx) => finishEndedCalls(tx, batch.id));
@@ -322,11 +322,19 @@ async function endTick(deps: BatchServiceDeps, batch: BatchRecord, dispatched = 
   return { status: batch.status, endReason: batch.end_reason, ended: true, progress: await readProgress(deps, batch.id), dispatched };
 }
 
-/** scheduleCall errors that end the batch (its script or number is gone), by end reason. */
-const BATCH_FAILURES: Record<string, string> = {
-  [SCRIPT_NOT_FOUND]: 'script_not_found',
-  [FROM_NUMBER_NOT_FOUND]: 'from_number_not_found',
-};
+/**
+ * Why scheduleCall found nothing for a contact: the batch's script or number is gone (the
+ * batch ends with that reason), or else the contact is (it is skipped).
+ */
+async function missingReference(deps: BatchServiceDeps, batch: BatchRecord): Promise<string | undefined> {
+  const [script, number] = await Promise.all([
+    findTeamScript(deps.pool, batch.team_id, batch.script_id),
+    findTeamPhoneNumber(deps.pool, batch.team_id, batch.from_number),
+  ]);
+  if (!script) return 'script_not_found';
+  if (!number) return 'from_number_not_found';
+  return undefined;
+}
 
 /**
  * Hands pending contacts to the call engine until the batch has its window of calls
@@ -367,10 +375,11 @@ async function dispatch(deps: BatchServiceDeps, batch: BatchRecord): Promise<{ d
           }),
         ),
       );
+      const missing = results.some((r) => r.status === 'rejected' && isUseCaseError(r.reason, 'not_found')) ? await missingReference(deps, batch) : undefined;
       results.forEach((r, j) => {
         if (r.status === 'fulfilled') scheduled.push(chunk[j].contact_id);
-        else if (r.reason instanceof ApiError && BATCH_FAILURES[r.reason.message]) failure ??= BATCH_FAILURES[r.reason.message];
-        else if (r.reason instanceof ApiError && (r.reason.message === CONTACT_NOT_FOUND || r.reason.status === 400)) vanished.push(chunk[j].contact_id);
+        else if (missing && isUseCaseError(r.reason, 'not_found')) failure ??= missing;
+        else if (isUseCaseError(r.reason, 'not_found', 'invalid')) vanished.push(chunk[j].contact_id);
         else unexpected ??= r.reason;
       });
       if (failure || unexpected) break;

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Config } from '../config/index.js';
-import { badRequest, conflict, notFound } from '../api/errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import {
   cancelScheduledCall,
@@ -89,12 +89,12 @@ export const CALL_NOT_FOUND = 'Call not found';
 function parseScheduledTime(value: Date | string | undefined): Date {
   if (value === undefined) return new Date();
   const date = value instanceof Date ? value : new Date(value);
-  if (Number.isNaN(date.getTime())) throw badRequest('Invalid request: scheduled_time must be an ISO 8601 date-time');
+  if (Number.isNaN(date.getTime())) throw invalid('Invalid request: scheduled_time must be an ISO 8601 date-time');
   return date;
 }
 
 /**
- * Validates the number and script (404s), upserts the contact (and links `objects`),
+ * Validates the number and script (not found), upserts the contact (and links `objects`),
  * writes the call row and starts its workflow. With `callId` every step is idempotent.
  */
 export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInput): Promise<ScheduledCall> {
@@ -102,7 +102,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
   const region = deps.config.DEFAULT_PHONE_REGION;
   const scheduledTime = parseScheduledTime(input.scheduledTime);
   const fromNumber = input.fromNumber ? normalizePhoneField(input.fromNumber, region, type === 'web' ? 'did' : 'from_number') : null;
-  if (type !== 'web' && !fromNumber) throw badRequest('Invalid request: from_number is required');
+  if (type !== 'web' && !fromNumber) throw invalid('Invalid request: from_number is required');
   const contactFields: ContactFields | undefined = 'id' in input.contact ? undefined : normalizeContactInput(input.contact, region, 'contact.');
   const callId = input.callId ?? randomUUID();
 
@@ -119,7 +119,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       ? (await upsertContactByPhone(tx, input.teamId, contactFields)).contact
       : await findContactById(tx, input.teamId, (input.contact as { id: string }).id);
     if (!contact) throw notFound(CONTACT_NOT_FOUND);
-    if (type !== 'web' && !contact.phone_number) throw badRequest('Invalid request: the contact has no phone number');
+    if (type !== 'web' && !contact.phone_number) throw invalid('Invalid request: the contact has no phone number');
     if (input.objects && Object.keys(input.objects).length) await linkObjectsToContact(tx, input.teamId, contact.id, input.objects);
     return insertCall(tx, {
       id: callId,
@@ -180,7 +180,7 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
   }
 }
 
-/** cancel-call: scheduled → cancelled (409 naming the status otherwise), then tells the workflow. */
+/** cancel-call: scheduled → cancelled (a conflict naming the status otherwise), then tells the workflow. */
 export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: string): Promise<CallRecord> {
   const result = await cancelScheduledCall(deps.pool, teamId, callId);
   if (!result) throw notFound(CALL_NOT_FOUND);
@@ -197,7 +197,7 @@ export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: 
   return result.call;
 }
 
-/** retry-call: a new scheduled call from a retryable one (409 naming the status otherwise). */
+/** retry-call: a new scheduled call from a retryable one (a conflict naming the status otherwise). */
 export async function retryCall(
   deps: CallServiceDeps,
   teamId: string,

@@ -1,4 +1,4 @@
-import { badRequest, conflict, notFound } from '../api/errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import type { Queryable } from '../db/pool.js';
 import { findContactByPhone, insertContact, type ContactFields, type ContactRecord } from '../db/repositories/contacts.js';
 import { findLinkedObjects } from '../db/repositories/objects.js';
@@ -7,15 +7,15 @@ import { normalizePhoneNumber } from '../domain/phone.js';
 /** Contact fields as a request sends them: the phone number in any accepted format; null = not sent. */
 export type ContactInput = { phone_number: string } & { [K in Exclude<keyof ContactFields, 'phone_number'>]?: ContactFields[K] | null };
 
-/** E.164 of a request's phone number; 400 naming `field` when it is not a valid number. */
+/** E.164 of a request's phone number; invalid naming `field` when it is not a valid number. */
 export function normalizePhoneField(value: string, region: string, field = 'phone_number'): string {
   const e164 = normalizePhoneNumber(value, region);
-  if (!e164) throw badRequest(`Invalid request: ${field} is not a valid phone number`);
+  if (!e164) throw invalid(`Invalid request: ${field} is not a valid phone number`);
   return e164;
 }
 
 /**
- * The contact fields with the phone number normalised to E.164 (400 naming
+ * The contact fields with the phone number normalised to E.164 (invalid naming
  * `${prefix}phone_number` otherwise) and null fields dropped.
  */
 export function normalizeContactInput(input: ContactInput, region: string, prefix = ''): ContactFields {
@@ -24,7 +24,7 @@ export function normalizeContactInput(input: ContactInput, region: string, prefi
   return { ...(fields as Omit<ContactFields, 'phone_number'>), phone_number: normalizePhoneField(input.phone_number, region, `${prefix}phone_number`) };
 }
 
-/** create-contact: 409 when the team already has a contact with that normalised number. */
+/** create-contact: a conflict when the team already has a contact with that normalised number. */
 export async function createContact(db: Queryable, teamId: string, fields: ContactFields): Promise<ContactRecord> {
   const contact = await insertContact(db, teamId, fields);
   if (!contact) {
@@ -78,7 +78,7 @@ export function contactView(c: ContactRecord, objectData: Record<string, unknown
   };
 }
 
-/** get-contact: the team's contact with that (already normalised) number, or 404. */
+/** get-contact: the team's contact with that (already normalised) number, or not found. */
 export async function getContactByPhone(db: Queryable, teamId: string, e164: string): Promise<ReturnType<typeof contactView>> {
   const contact = await findContactByPhone(db, teamId, e164);
   if (!contact) throw notFound('Contact not found');

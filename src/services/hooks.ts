@@ -4,7 +4,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
-import { ApiError, badRequest, notFound, unauthorized } from '../api/errors.js';
 import { digestsEqual, hashSecret } from '../domain/apiKeys.js';
 import type { HookAutomation, MappedContact } from '../domain/hookAutomation.js';
 import { webhookSignatureValid } from '../domain/hookSignature.js';
@@ -17,6 +16,7 @@ import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRe
 import type { Logger } from '../logging/logger.js';
 import { HOOK_ID, TEAM_ID } from '../temporal/searchAttributes.js';
 import { scheduleCall, type CallServiceDeps } from './calls.js';
+import { invalid, notFound, unauthenticated, UseCaseError } from './errors.js';
 import { notifyListContactsAdded } from './lists.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput } from '../../workflows/contracts.js';
 
@@ -53,7 +53,7 @@ export interface AcceptedHookRequest {
 }
 
 /**
- * The live hook for a token, or 404. The lookup is by the token's SHA-256, so response time
+ * The live hook for a token, or not found. The lookup is by the token's SHA-256, so response time
  * does not depend on how much of a guessed token matches; the stored hash is then compared
  * in constant time as well.
  */
@@ -74,9 +74,9 @@ export async function authenticateHookToken(db: Queryable, token: string): Promi
 export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequest): Promise<AcceptedHookRequest> {
   const hook = await authenticateHookToken(deps.pool, request.token);
   if (hook.secret !== null && !webhookSignatureValid(hook.secret, request.rawBody, request.signature)) {
-    throw unauthorized(INVALID_WEBHOOK_SIGNATURE);
+    throw unauthenticated(INVALID_WEBHOOK_SIGNATURE);
   }
-  if (request.deliveryId !== undefined && !DELIVERY_ID_RE.test(request.deliveryId)) throw badRequest(INVALID_DELIVERY_ID);
+  if (request.deliveryId !== undefined && !DELIVERY_ID_RE.test(request.deliveryId)) throw invalid(INVALID_DELIVERY_ID);
   let claim = { runId: randomUUID() as string, duplicate: false, started: false };
   if (request.deliveryId !== undefined) {
     claim = await claimHookDelivery(deps.pool, { hookId: hook.id, deliveryId: request.deliveryId, runId: claim.runId });
@@ -226,7 +226,7 @@ export interface HookCallScheduled {
 /**
  * schedule_call: the create-phone-call path (scheduleCall: ownership checks, contact upsert,
  * call row, call workflow) with a call id derived from the run, so a retried activity
- * finds the same call instead of making a second one. A 4xx from that path (script or
+ * finds the same call instead of making a second one. A refusal of that path (script or
  * number no longer the team's) is permanent.
  */
 export async function scheduleHookCall(
@@ -243,7 +243,7 @@ export async function scheduleHookCall(
     });
     return { callId: call.callId, contactId: call.contactId };
   } catch (err) {
-    if (err instanceof ApiError && err.status < 500) {
+    if (err instanceof UseCaseError) {
       throw new HookAutomationError('HookCallRejected', `The call could not be scheduled: ${err.message}`);
     }
     throw err;

@@ -1,4 +1,4 @@
-import { notFound } from '../api/errors.js';
+import { notFound } from './errors.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import type { ContactFields } from '../db/repositories/contacts.js';
 import { addContactsToList, addExistingContactsToList, lockLiveList, type AddToListResult } from '../db/repositories/lists.js';
@@ -42,8 +42,8 @@ export type AddToListInput = { contacts: ContactFields[] } | { contactIds: strin
 
 /**
  * Adds contacts (by their fields, E.164 numbers; or by id) to a live list of the team in one
- * transaction of a fixed number of statements, then tells the listeners. 404 `List not found`
- * for a missing, deleted or foreign list; 404 naming the first unknown contact id.
+ * transaction of a fixed number of statements, then tells the listeners. Not found (`List not
+ * found`) for a missing, deleted or foreign list, or naming the first unknown contact id.
  */
 export async function addToList(pool: Pool, teamId: string, listId: string, input: AddToListInput, logger?: Logger): Promise<AddToListResult> {
   const result = await withTransaction(pool, async (tx) => {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { badRequest, conflict, notFound } from '../api/errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { withTransaction, type PoolClient, type Queryable } from '../db/pool.js';
 import { findObjectTypeById, findObjectTypeByName, findObjectTypesByNames, type ObjectTypeRecord } from '../db/repositories/objectTypes.js';
 import {
@@ -41,8 +41,8 @@ async function inTransaction<T>(db: pg.Pool | PoolClient, fn: (client: Queryable
 
 /**
  * Checks an objects map before anything is written: every type name must be one of the
- * team's object types (400 `objects.<name>: object type not found` otherwise) and every
- * properties object must pass its type's validation (400 naming `objects.<name>.<field>`).
+ * team's object types (invalid, `objects.<name>: object type not found`, otherwise) and every
+ * properties object must pass its type's validation (invalid naming `objects.<name>.<field>`).
  * Returns the types by name.
  */
 export async function validateObjectsMap(db: Queryable, teamId: string, objects: ObjectsMap, field = 'objects'): Promise<Map<string, ObjectTypeRecord>> {
@@ -56,7 +56,7 @@ export async function validateObjectsMap(db: Queryable, teamId: string, objects:
     else if (unstorable) problems.push(unstorableMessage(`${field}.${name}`, unstorable));
     else problems.push(...validateObjectData(type, objects[name], `${field}.${name}`));
   }
-  if (problems.length) throw badRequest(`Invalid request: ${problems.join('; ')}`);
+  if (problems.length) throw invalid(`Invalid request: ${problems.join('; ')}`);
   return types;
 }
 
@@ -66,7 +66,7 @@ export async function validateObjectsMap(db: Queryable, teamId: string, objects:
  * gets the properties as its data (created if the contact has none); otherwise the object
  * found by the default upsert keys of the properties ($.external_ids.<system>.property_id,
  * then $.id) is updated, or a new object is created; either way it is linked to the contact.
- * Validates everything first (see validateObjectsMap), so a 400 writes nothing.
+ * Validates everything first (see validateObjectsMap), so invalid input writes nothing.
  *
  * `db`: the pool (runs in its own transaction) or a client inside the caller's transaction
  * (to commit the objects together with, say, the contact and the call).
@@ -135,14 +135,14 @@ export interface UpsertObjectResult {
 
 function parsedKey(key: { path: string; value: string }, field: string): Key {
   const parsed = parseKeyPath(key.path);
-  if (!parsed.ok) throw badRequest(`Invalid request: ${field}.path ${parsed.error}`);
+  if (!parsed.ok) throw invalid(`Invalid request: ${field}.path ${parsed.error}`);
   return { path: key.path, segments: parsed.segments, value: key.value };
 }
 
 /**
  * upsert-object (decisions §7): finds the object of the type by `upsert_key` (or by the
  * default keys of `data` when none is sent), replaces its data, or creates it. `unique_key`
- * must not match another object of the type (409). Writers of one type are serialised.
+ * must not match another object of the type (a conflict). Writers of one type are serialised.
  */
 /**
  * upsert-object. `createId`: the id to create the object under when no key finds one (the
@@ -151,17 +151,17 @@ function parsedKey(key: { path: string; value: string }, field: string): Key {
  * as a found object, never created twice (this matters to data without any key).
  */
 export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertObjectInput, createId?: string): Promise<UpsertObjectResult> {
-  // Everything that can be a 400 or 404 is checked before the transaction starts.
+  // Everything that can be invalid or not found is checked before the transaction starts.
   const upsertKey = input.upsert_key ? parsedKey(input.upsert_key, 'upsert_key') : undefined;
   const uniqueKey = input.unique_key ? parsedKey(input.unique_key, 'unique_key') : undefined;
   const byId = input.type_id !== undefined ? await findObjectTypeById(pool, teamId, input.type_id) : undefined;
   const byName = input.type_name !== undefined ? await findObjectTypeByName(pool, teamId, input.type_name) : undefined;
   if (input.type_id !== undefined && !byId) throw notFound('Object type not found');
   if (input.type_name !== undefined && !byName) throw notFound('Object type not found');
-  if (byId && byName && byId.id !== byName.id) throw badRequest('Invalid request: type_id and type_name name different object types');
+  if (byId && byName && byId.id !== byName.id) throw invalid('Invalid request: type_id and type_name name different object types');
   const type = (byId ?? byName)!;
   const problems = validateObjectData(type, input.data);
-  if (problems.length) throw badRequest(`Invalid request: ${problems.join('; ')}`);
+  if (problems.length) throw invalid(`Invalid request: ${problems.join('; ')}`);
   if (input.parent_id != null && !(await findObjectById(pool, teamId, input.parent_id))) throw notFound('parent_id not found');
 
   return withTransaction(pool, async (tx) => {
@@ -171,7 +171,7 @@ export async function upsertObject(pool: pg.Pool, teamId: string, input: UpsertO
     const created = !byKey.object && createId ? await findObjectById(tx, teamId, createId) : undefined;
     const found = created ? { ...byKey, object: created } : byKey;
     const key = found.key ?? candidates[0];
-    if (input.parent_id && found.object && input.parent_id === found.object.id) throw badRequest('Invalid request: parent_id cannot be the object itself');
+    if (input.parent_id && found.object && input.parent_id === found.object.id) throw invalid('Invalid request: parent_id cannot be the object itself');
     if (uniqueKey) {
       const others = await findObjectsByKey(
         tx,

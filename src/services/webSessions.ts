@@ -10,7 +10,6 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { conflict, gone, internalError, notFound, tooManyRequests } from '../api/errors.js';
 import { webCallingConfigured, type Config } from '../config/index.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { releaseSlot, transferSessionSlotToCall, tryAcquireSessionSlot } from '../db/repositories/concurrencySlots.js';
@@ -32,6 +31,7 @@ import {
   type WebSessionWorkflowInput,
 } from '../../workflows/contracts.js';
 import { CONTACT_NOT_FOUND, DID_NOT_FOUND, SCRIPT_NOT_FOUND, scheduleCall } from './calls.js';
+import { conflict, gone, notConfigured, notFound, tooMany } from './errors.js';
 import { normalizePhoneField } from './contacts.js';
 import { linkObjectsToContact, validateObjectsMap, type ObjectsMap } from './objects.js';
 
@@ -78,9 +78,9 @@ export interface WebCallBootstrap {
   target: string;
 }
 
-/** The bootstrap values, or 500 when the web-call path is not configured (decisions §5). */
+/** The bootstrap values, or not configured when the web-call path is not (docs/web-calls.md). */
 export function webCallBootstrap(config: Config): WebCallBootstrap {
-  if (!webCallingConfigured(config)) throw internalError(WEB_CALLING_NOT_CONFIGURED);
+  if (!webCallingConfigured(config)) throw notConfigured(WEB_CALLING_NOT_CONFIGURED);
   const domain = config.MEDIA_EDGE_SIP_DOMAIN!;
   return {
     ws_url: config.MEDIA_EDGE_WS_URL!,
@@ -123,7 +123,7 @@ interface ChoiceInput {
   objects?: ObjectsMap | null;
 }
 
-/** 404 for a foreign or unknown script, contact or did; 400 for a bad did or objects map. Writes nothing. */
+/** Not found for a foreign or unknown script, contact or did; invalid for a bad did or objects map. Writes nothing. */
 async function resolveChoices(deps: WebSessionServiceDeps, input: ChoiceInput, browserOnlyDid?: string): Promise<FixedChoices> {
   const did = input.did && input.did !== browserOnlyDid ? normalizePhoneField(input.did, deps.config.DEFAULT_PHONE_REGION, 'did') : null;
   const [script, contact, number] = await Promise.all([
@@ -140,7 +140,7 @@ async function resolveChoices(deps: WebSessionServiceDeps, input: ChoiceInput, b
 }
 
 function ceilingReached(maxConcurrent: number) {
-  return tooManyRequests(ceilingMessage(maxConcurrent), { max_concurrent: maxConcurrent });
+  return tooMany(ceilingMessage(maxConcurrent), { max_concurrent: maxConcurrent });
 }
 
 export interface CreateWebSessionInput extends ChoiceInput {
@@ -162,9 +162,9 @@ export interface CreatedWebSession extends WebCallBootstrap {
 }
 
 /**
- * create-web-session: checks the fixed choices (404/400), takes a slot under the team
- * ceiling (429 at the ceiling), links the objects to the contact, stores the session with
- * its hashed token and starts its workflow. No call exists yet.
+ * create-web-session: checks the fixed choices (not found / invalid), takes a slot under
+ * the team ceiling (too many at the ceiling), links the objects to the contact, stores the
+ * session with its hashed token and starts its workflow. No call exists yet.
  */
 export async function createWebSession(deps: WebSessionServiceDeps, input: CreateWebSessionInput): Promise<CreatedWebSession> {
   const bootstrap = webCallBootstrap(deps.config);
@@ -265,8 +265,9 @@ function failureType(err: unknown): string | undefined {
 
 /**
  * POST /internal/v1/web-sessions/redeem: exactly one redemption of a minted token creates
- * the web call (201); unknown 404, already used 409, expired 410. The session workflow's
- * Update decides; the row only answers early for sessions already settled.
+ * the web call; an unknown token is not found, a used one a conflict, an expired one gone.
+ * The session workflow's Update decides; the row only answers early for sessions already
+ * settled.
  */
 export async function redeemWebSession(deps: WebSessionServiceDeps, token: string): Promise<WebSessionRedemption> {
   const session = await findWebSessionByTokenHash(deps.pool, hashSessionToken(token));
@@ -312,7 +313,7 @@ export const BROWSER_ONLY_DID = 'web';
 
 /**
  * create-web-call, the direct path: the web call is created now (status scheduled) under
- * a slot of the team ceiling (429 at the ceiling, as create-web-session) and ends failed /
+ * a slot of the team ceiling (too many at the ceiling, as create-web-session) and ends failed /
  * not_connected unless the browser connects within two minutes.
  */
 export async function createWebCall(deps: WebSessionServiceDeps, input: CreateWebCallInput): Promise<CreatedWebCall> {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
 import { objectDataForContacts } from '../../src/services/contacts.js';
-import type { TestApi, TestTeam } from '../support/app.js';
+import { httpStatus, type TestApi, type TestTeam } from '../support/app.js';
 import { requestAs, startContactsApiWithTeams, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
 
 let app: TestApi;
@@ -265,11 +265,11 @@ describe('objects map linked to a contact', () => {
     const before = await teamRowCounts(app.pool, teamA.teamId);
     await assert.rejects(
       linkObjectsToContact(app.pool, teamA.teamId, contact.id, { [strict.type_name]: { plan: 'ok' }, missing_type: { a: 1 } }),
-      (err: Error & { status?: number }) => err.status === 400 && /objects\.missing_type: object type not found/.test(err.message),
+      (err: Error) => httpStatus(err) === 400 && /objects\.missing_type: object type not found/.test(err.message),
     );
     await assert.rejects(
       linkObjectsToContact(app.pool, teamA.teamId, contact.id, { [strict.type_name]: { plan: 1 } }),
-      (err: Error & { status?: number }) => err.status === 400 && err.message.includes(`objects.${strict.type_name}.plan must be a string`),
+      (err: Error) => httpStatus(err) === 400 && err.message.includes(`objects.${strict.type_name}.plan must be a string`),
     );
     assert.deepEqual(await teamRowCounts(app.pool, teamA.teamId), before);
   });

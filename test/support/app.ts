@@ -15,8 +15,12 @@ import { insertTeam } from '../../src/db/repositories/teams.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startApi, type RunningApi } from '../../src/server.js';
 import type { RouteDefinition } from '../../src/api/route.js';
+import { toApiError } from '../../src/api/middleware/errorHandler.js';
 
 let sharedPool: Pool | undefined;
+
+/** The HTTP status the API answers for an error a service threw (through the API's one mapping). */
+export const httpStatus = (err: unknown): number => toApiError(err).status;
 
 /** One migrated pool per test process. */
 export async function testPool(): Promise<Pool> {

@@ -24,7 +24,7 @@ import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDe
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
-import { createTestTeam, type TestTeam } from '../support/app.js';
+import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
 import { callResultOrStuck, callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 
 const { History } = proto.temporal.api.history.v1;
@@ -163,11 +163,11 @@ describe('call workflow: scheduling, cancel and retry', () => {
     const row = await callRow(pool, call.callId);
     assert.equal(row.actual_time, null);
     assert.equal(row.analysed_at, null);
-    await assert.rejects(cancelCall(deps, team.teamId, call.callId), (err: any) => err.status === 409 && /cancelled/.test(err.message));
+    await assert.rejects(cancelCall(deps, team.teamId, call.callId), (err: any) => httpStatus(err) === 409 && /cancelled/.test(err.message));
 
     const live = await schedule(team, '3334');
     await waitForCall(pool, live.callId, (c) => c.status === 'in-progress');
-    await assert.rejects(cancelCall(deps, team.teamId, live.callId), (err: any) => err.status === 409 && err.message === 'Call cannot be cancelled: its status is in-progress');
+    await assert.rejects(cancelCall(deps, team.teamId, live.callId), (err: any) => httpStatus(err) === 409 && err.message === 'Call cannot be cancelled: its status is in-progress');
     assert.equal((await result(live.callId)).status, 'completed');
   });
 
@@ -186,7 +186,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
 
     const done = await schedule(team, '5555');
     assert.equal((await result(done.callId)).status, 'completed');
-    await assert.rejects(retryCall(deps, team.teamId, done.callId), (err: any) => err.status === 409 && /completed/.test(err.message));
+    await assert.rejects(retryCall(deps, team.teamId, done.callId), (err: any) => httpStatus(err) === 409 && /completed/.test(err.message));
   });
 });
 

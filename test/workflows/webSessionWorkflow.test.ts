@@ -14,6 +14,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { findWebSessionById } from '../../src/db/repositories/webSessions.js';
 import { scheduleCall } from '../../src/services/calls.js';
+import { UseCaseError } from '../../src/services/errors.js';
 import { createWebCall, createWebSession, redeemWebSession, type WebSessionServiceDeps } from '../../src/services/webSessions.js';
 import { CALL_ID, TEAM_ID, WEB_SESSION_ID } from '../../src/temporal/searchAttributes.js';
 import {
@@ -25,7 +26,7 @@ import {
   type CallWorkflowResult,
   type WebSessionWorkflowResult,
 } from '../../workflows/contracts.js';
-import { createTestTeam, type TestTeam } from '../support/app.js';
+import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 
@@ -72,15 +73,14 @@ async function record(sessionId: string, name: string): Promise<void> {
 const sessionState = async (sessionId: string) => (await sessionHandle(sessionId).query(webSessionStateQuery)).state;
 const callResult = (callId: string): Promise<CallWorkflowResult> => env.client.workflow.getHandle(callWorkflowId(callId)).result();
 
-/** Rejects with the ApiError status of a failed redemption. */
+/** The HTTP status the API answers for a redemption. */
 async function redeemStatus(token: string): Promise<number> {
   try {
     await redeemWebSession(deps, token);
     return 201;
   } catch (err) {
-    const status = (err as { status?: number }).status;
-    if (!status) throw err;
-    return status;
+    if (!(err instanceof UseCaseError)) throw err;
+    return httpStatus(err);
   }
 }
 
@@ -210,12 +210,12 @@ describe('web session: slot accounting', () => {
     const team = await createTestTeam(pool, { maxConcurrent: 2 });
     const a = await mint(team);
     const b = await mint(team);
-    await assert.rejects(mint(team), (err: any) => err.status === 429 && err.message === 'Team is at its concurrent call limit of 2' && err.extra.max_concurrent === 2);
+    await assert.rejects(mint(team), (err: any) => httpStatus(err) === 429 && err.message === 'Team is at its concurrent call limit of 2' && err.extra.max_concurrent === 2);
     assert.equal(await countLiveSlots(pool, team.teamId), 2);
 
     const redemption = await redeemWebSession(deps, a.session_token);
     assert.equal(await countLiveSlots(pool, team.teamId), 2, 'the slot passed from the session to its call');
-    await assert.rejects(mint(team), (err: any) => err.status === 429);
+    await assert.rejects(mint(team), (err: any) => httpStatus(err) === 429);
 
     const outcome = await connectAndHangUp(redemption.callId);
     assert.equal(outcome.status, 'completed');
@@ -251,7 +251,7 @@ describe('create-web-call', () => {
     const call = await createWebCall(deps, { teamId: team.teamId, scriptId: team.scriptId });
     assert.equal(call.status, 'scheduled');
     assert.equal(await countLiveSlots(pool, team.teamId), 1, 'the call holds a slot');
-    await assert.rejects(mint(team), (err: any) => err.status === 429);
+    await assert.rejects(mint(team), (err: any) => httpStatus(err) === 429);
     await env.sleep(WEB_SESSION_TTL_MS - 5_000);
     assert.equal((await callRow(pool, call.call_id)).status, 'scheduled');
     assert.deepEqual(await callResult(call.call_id), { callId: call.call_id, status: 'failed', endReason: 'not_connected' });

@@ -1,9 +1,21 @@
 import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { UseCaseError, type UseCaseErrorKind } from '../../services/errors.js';
 import { ApiError, validationError } from '../errors.js';
 
 const PG_UNIQUE_VIOLATION = '23505';
+
+/** The HTTP status of each kind of use-case error. */
+const STATUS_OF_KIND: Record<UseCaseErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  too_many: 429,
+  not_configured: 500,
+};
 
 /** Maps every error to the spec's { success: false, message } body; unknown ones to 500. */
 export function errorHandler(): Middleware {
@@ -26,6 +38,7 @@ export function errorHandler(): Middleware {
 
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof UseCaseError) return new ApiError(STATUS_OF_KIND[err.kind], err.message, err.extra);
   if (err instanceof ZodError) return validationError(err, 'body');
   if (err instanceof WorkflowNotFoundError) return new ApiError(404, 'Not found');
   if ((err as { code?: string })?.code === PG_UNIQUE_VIOLATION) return new ApiError(409, 'Resource already exists');

@@ -1,4 +1,3 @@
-import { ApiError } from '../../api/errors.js';
 import type { BatchRecord } from '../../db/repositories/batches.js';
 import { cancelBatch, createBatch, listBatches, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps } from '../../services/batches.js';
 import { batchWorkflowId, type BatchProgress } from '../../../workflows/contracts.js';
@@ -9,16 +8,6 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 async function serviceDeps(ctx: CliContext): Promise<BatchServiceDeps> {
   return { pool: await ctx.db(), temporal: await ctx.temporal(), config: ctx.config };
-}
-
-/** The service's API errors (404 naming what is missing, 409 naming the status) as operator errors. */
-async function operatorErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ApiError) throw new CliError(err.message);
-    throw err;
-  }
 }
 
 function parseStartAt(value: string | boolean | undefined): Date | undefined {
@@ -79,7 +68,7 @@ export const batchCommands: CliCommand[] = [
       const scriptId = uuidArgument(requiredString(options, 'script'), '--script');
       const fromNumber = requiredString(options, 'from');
       const startAt = parseStartAt(options['start-at']);
-      const batch = await operatorErrors(async () => createBatch(await serviceDeps(ctx), { teamId, listId, scriptId, fromNumber, startAt }));
+      const batch = await createBatch(await serviceDeps(ctx), { teamId, listId, scriptId, fromNumber, startAt });
       return {
         batch_id: batch.id,
         status: batch.status,
@@ -114,7 +103,7 @@ export const batchCommands: CliCommand[] = [
     positionals: ['BATCH_ID'],
     async run(ctx, { positionals }) {
       const batchId = batchIdArg(positionals);
-      const { batch, progress } = await operatorErrors(async () => showBatch({ pool: await ctx.db() }, batchId));
+      const { batch, progress } = await showBatch({ pool: await ctx.db() }, batchId);
       return describe(batch, progress);
     },
     text: (r) =>
@@ -131,7 +120,7 @@ export const batchCommands: CliCommand[] = [
     positionals: ['BATCH_ID'],
     async run(ctx, { positionals }) {
       const batchId = batchIdArg(positionals);
-      return statusOnly(await operatorErrors(async () => pauseBatch(await serviceDeps(ctx), batchId)));
+      return statusOnly(await pauseBatch(await serviceDeps(ctx), batchId));
     },
     text: (r) => `Batch ${r.batch_id} ${r.status}`,
   },
@@ -141,7 +130,7 @@ export const batchCommands: CliCommand[] = [
     positionals: ['BATCH_ID'],
     async run(ctx, { positionals }) {
       const batchId = batchIdArg(positionals);
-      return statusOnly(await operatorErrors(async () => resumeBatch(await serviceDeps(ctx), batchId)));
+      return statusOnly(await resumeBatch(await serviceDeps(ctx), batchId));
     },
     text: (r) => `Batch ${r.batch_id} ${r.status}`,
   },
@@ -151,7 +140,7 @@ export const batchCommands: CliCommand[] = [
     positionals: ['BATCH_ID'],
     async run(ctx, { positionals }) {
       const batchId = batchIdArg(positionals);
-      return statusOnly(await operatorErrors(async () => cancelBatch(await serviceDeps(ctx), batchId)));
+      return statusOnly(await cancelBatch(await serviceDeps(ctx), batchId));
     },
     text: (r) => `Batch ${r.batch_id} ${r.status}`,
   },

@@ -1,4 +1,4 @@
-// Batches at scale (issue 9): does the cost of a batch's tick and of reading its progress
+// Batches at scale (docs/benchmarks.md): does the cost of a batch's tick and of reading its progress
 // stay flat from 1,000 to 100,000 contacts?
 //
 //  1. Intake: list members taken in per second (1,000-row pages, one transaction each).

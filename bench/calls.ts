@@ -1,4 +1,4 @@
-// Calls at scale, through the real API (issue 5). Not a timed test: it prints figures.
+// Calls at scale, through the real API (docs/benchmarks.md). Not a timed test: it prints figures.
 //
 //  1. POST /api/v1/create-phone-call throughput end to end: each request upserts the
 //     contact, writes the call row and starts its workflow `call-<id>` on a Temporal dev

@@ -1,4 +1,4 @@
-// Contacts and lists at scale, through the real API (issue 4):
+// Contacts and lists at scale, through the real API (docs/benchmarks.md):
 //
 //  1. POST /api/v1/lists/{id}/contacts with 1, 10, 100 and 500 contacts: the number of SQL
 //     statements per request (the same whatever the count: no statement per contact) and

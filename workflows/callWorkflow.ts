@@ -36,7 +36,7 @@ import { CallEventInbox, runConversation, type CallContext } from './conversatio
 
 /** Re-check for a free slot this often even without a wake-up signal (the safety net). */
 export const SLOT_RECHECK_MS = 30_000;
-/** A web call nobody connects to within this long ends failed / not_connected (decisions §5). */
+/** A web call nobody connects to within this long ends failed / not_connected (docs/web-calls.md). */
 export const WEB_CONNECT_TIMEOUT_MS = 2 * 60_000;
 /** Post-call analysis runs this long after the terminal status, never before. */
 export const ANALYSIS_DELAY_MS = 3_000;

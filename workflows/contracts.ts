@@ -8,7 +8,23 @@ import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutom
 
 export const DEFAULT_TASK_QUEUE = 'voice-agent';
 
-// ---- Webhook hook runs (issue 8, docs/webhooks.md) ----
+// ---- Failure types of activities (activities/index.ts) ----
+// An activity that fails for good throws a non-retryable ApplicationFailure of one of
+// these types: a use case's refusal by its kind, or the activity's own permanent failure.
+export const INVALID_FAILURE = 'Invalid';
+export const UNAUTHENTICATED_FAILURE = 'Unauthenticated';
+export const NOT_FOUND_FAILURE = 'NotFound';
+export const CONFLICT_FAILURE = 'Conflict';
+export const GONE_FAILURE = 'Gone';
+export const TOO_MANY_FAILURE = 'TooMany';
+export const NOT_CONFIGURED_FAILURE = 'NotConfigured';
+/** The call has no number to dial. */
+export const NO_NUMBER_FAILURE = 'NoNumber';
+/** A hook run's automation refused (docs/webhooks.md): the hook's list is gone, or the call path said no. */
+export const HOOK_LIST_NOT_FOUND_FAILURE = 'HookListNotFound';
+export const HOOK_CALL_REJECTED_FAILURE = 'HookCallRejected';
+
+// ---- Webhook hook runs (docs/webhooks.md) ----
 export const HOOK_RUN_WORKFLOW_TYPE = 'hookRunWorkflow';
 const HOOK_RUN_PREFIX = 'hook-run-';
 /** One workflow per accepted webhook request: `hook-run-<run_id>`. */
@@ -39,7 +55,7 @@ export interface HookRunResult {
   list_id?: string;
 }
 
-// ---- Calls (issue 5, docs/calls.md) ----
+// ---- Calls (docs/calls.md) ----
 export const CALL_WORKFLOW_TYPE = 'callWorkflow';
 const CALL_PREFIX = 'call-';
 /** One workflow per call: `call-<call_id>`, so an operator finds it in the UI by the call id. */
@@ -95,7 +111,7 @@ export interface CallWorkflowState {
 }
 export const callStateQuery = defineQuery<CallWorkflowState>('callState');
 
-// ---- Batches (issue 9, docs/batches.md) ----
+// ---- Batches (docs/batches.md) ----
 export const BATCH_WORKFLOW_TYPE = 'batchWorkflow';
 const BATCH_PREFIX = 'batch-';
 /** One long-running workflow per batch: `batch-<batch_id>`. */
@@ -147,7 +163,7 @@ export const batchWakeSignal = defineSignal('batchWake');
 /** The batch's status and progress as of its last tick (Temporal UI: Queries → batchState). */
 export const batchStateQuery = defineQuery<BatchWorkflowState>('batchState');
 
-// ---- Web sessions (issue 6, docs/web-calls.md) ----
+// ---- Web sessions (docs/web-calls.md) ----
 export const WEB_SESSION_WORKFLOW_TYPE = 'webSessionWorkflow';
 const WEB_SESSION_PREFIX = 'web-session-';
 /** One workflow per web session: `web-session-<session_id>`, minted → used | expired. */
@@ -155,7 +171,7 @@ export const webSessionWorkflowId = (sessionId: string) => `${WEB_SESSION_PREFIX
 export const sessionIdFromWebSessionWorkflowId = (workflowId: string): string | undefined =>
   workflowId.startsWith(WEB_SESSION_PREFIX) ? workflowId.slice(WEB_SESSION_PREFIX.length) : undefined;
 
-/** A session token is redeemable for exactly this long after minting (api-v1.md: about two minutes). */
+/** A session token is redeemable for exactly this long after minting (docs/web-calls.md: two minutes). */
 export const WEB_SESSION_TTL_MS = 2 * 60_000;
 
 export type WebSessionState = 'minted' | 'used' | 'expired';

@@ -1,7 +1,7 @@
 // The web-call example's tiny server (docs/web-calls.md, examples/web-call/README.md):
 // serves the page and mints a web session when the visitor clicks, calling
 // POST /api/v1/create-web-session with the API key, which stays here and never reaches the
-// browser (api-v1.md, browser client contract 1).
+// browser (docs/web-calls.md, browser client contract, rule 1).
 //
 //   API_KEY=... SCRIPT_ID=... npx tsx examples/web-call/server.ts
 //

@@ -27,7 +27,7 @@ const url = (protocols: string[]) =>
 
 const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must be a whole number').positive('must be positive');
 
-/** Every environment variable the service reads, with its default (decisions §1). */
+/** Every environment variable the service reads, with its default (README, "Configuration"). */
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(3000),
@@ -59,7 +59,7 @@ export const configSchema = z.object({
   VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
   SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
   KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),
-  // Rate limits (api-v1.md "Rate limits", docs/rate-limits.md): requests per rolling 60 s.
+  // Rate limits (docs/rate-limits.md): requests per rolling 60 s.
   RATE_LIMITS_ENABLED: booleanFlag.default(true),
   RATE_LIMIT_PER_IP: positiveInt.default(300),
   RATE_LIMIT_PER_IP_ENDPOINT: positiveInt.default(120),

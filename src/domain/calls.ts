@@ -1,5 +1,5 @@
 /**
- * The call lifecycle (decisions §3): statuses, progress values, end reasons and the rules
+ * The call lifecycle (docs/calls.md): statuses, progress values, end reasons and the rules
  * that say which call may be cancelled or retried. Pure: imported by the API, activities
  * and the call workflow alike.
  */
@@ -74,7 +74,7 @@ export function isEndReason(value: string): value is EndReason {
   return Object.prototype.hasOwnProperty.call(END_REASONS, value);
 }
 
-/** A terminal call other than completed whose type is not web (decisions §3). */
+/** A terminal call other than completed whose type is not web. */
 export function isRetryable(call: { status: string; type: string }): boolean {
   return isTerminalStatus(call.status) && call.status !== 'completed' && call.type !== 'web';
 }

@@ -1,4 +1,4 @@
-/** Contact fields a caller may set (api-v1.md, Contact); phone_number already in E.164. */
+/** Contact fields a caller may set (docs/contacts-and-lists.md); phone_number already in E.164. */
 export interface ContactFields {
   phone_number: string;
   first_name?: string;

@@ -1,5 +1,5 @@
 /**
- * Keyset cursors that are date-times (api-v1.md: `meta.next_cursor` is a date-time or null).
+ * Keyset cursors that are date-times (docs/api.md "Paging": `meta.next_cursor` is a date-time or null).
  *
  * Paging newest first by a timestamp alone would skip or repeat rows that share one, so the
  * cursor also carries the row's insertion sequence. It does so inside the date-time itself:

@@ -3,7 +3,7 @@
 import { normalizePhoneNumber } from './phone.js';
 import type { ContactFields } from './contactFields.js';
 
-/** A hook's automation, stored in hooks.automation (decisions §6). */
+/** A hook's automation, stored in hooks.automation (docs/webhooks.md "The run"). */
 export type HookAutomation =
   | { kind: 'schedule_call'; script_id: string; from_number: string }
   | { kind: 'add_to_list'; list_id: string }

@@ -133,7 +133,7 @@ export function postgresPath(segments: readonly JsonPathSegment[]): string[] {
 }
 
 /**
- * The upsert keys tried when a request sends none (api-v1.md upsert-object): each
+ * The upsert keys tried when an upsert-object request sends none (docs/contacts-and-lists.md "Objects"): each
  * $.external_ids.<system>.property_id present in data (in data's order), then $.id.
  * Only candidates whose value is a string, number or boolean are returned.
  */

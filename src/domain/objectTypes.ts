@@ -1,5 +1,5 @@
 /**
- * Object type schemas (api-v1.md Object type; decisions §7): a map of field name to type
+ * Object type schemas (docs/contacts-and-lists.md "Object types"): a map of field name to type
  * name. validation_mode `off` accepts any data; `strict` rejects a field whose value does
  * not have the schema's type and a field the schema does not name. Schema fields are
  * optional: data may leave any of them out.

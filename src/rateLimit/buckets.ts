@@ -1,9 +1,9 @@
-// The nine rate-limit buckets of api-v1.md "Rate limits": which of them a request meets,
+// The nine rate-limit buckets (docs/rate-limits.md): which of them a request meets,
 // their store keys and their limits. Pure: no I/O, no clock.
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/index.js';
 
-/** Every bucket is a rolling window of this length (api-v1.md: "rolling 60-second window"). */
+/** Every bucket is a rolling window of this length: 60 seconds. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export type BucketName =

@@ -45,7 +45,7 @@ export interface RateLimitStore {
   release(reservation: Reservation): Promise<void>;
 }
 
-/** Retry-After in whole seconds, rounded up, at least 1 (api-v1.md). */
+/** Retry-After in whole seconds, rounded up, at least 1 (docs/rate-limits.md "Answers"). */
 export function retryAfterSeconds(retryAfterMs: number): number {
   return Math.max(1, Math.ceil(retryAfterMs / 1000));
 }

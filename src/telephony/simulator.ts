@@ -1,5 +1,5 @@
 /**
- * The default voice provider (VOICE_PROVIDER=simulator, decisions §4): it plays the callee.
+ * The default voice provider (VOICE_PROVIDER=simulator, docs/calls.md "Simulated outcomes"): it plays the callee.
  * The callee number's last four digits decide the outcome; any other number answers and
  * the script runs to its end. A call lasts about SIMULATOR_CALL_SECONDS.
  */

@@ -1,7 +1,6 @@
 // Web calls through the real Koa app over Postgres, with a worker running the real
 // activities in the time-skipping environment: create-web-session, create-web-call and
-// the media edge's POST /internal/v1/web-sessions/redeem (api-v1.md "Web calls",
-// decisions §5). Rate limits are off here: they are not the subject, and the 50-way race
+// the media edge's POST /internal/v1/web-sessions/redeem (docs/web-calls.md). Rate limits are off here: they are not the subject, and the 50-way race
 // would otherwise meet the per-key write bucket.
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomUUID } from 'node:crypto';

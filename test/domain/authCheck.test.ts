@@ -1,5 +1,4 @@
-// The Auth Check tool, rule by rule and status by status (api-v1.md "Auth Check tool" and
-// "Auth Check status"). Each table row is one behaviour; the row's name says which.
+// The Auth Check tool, rule by rule and status by status (docs/scripts.md "Auth Check"). Each table row is one behaviour; the row's name says which.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {

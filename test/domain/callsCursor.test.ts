@@ -48,7 +48,7 @@ describe('call lifecycle rules', () => {
     for (const status of Object.values(END_REASONS)) assert.ok(isTerminalStatus(status));
   });
 
-  test('the simulator picks the outcome by the last four digits (decisions §4)', () => {
+  test('the simulator picks the outcome by the last four digits', () => {
     const table: [string, string, string][] = [
       ['+14152340001', 'rang-out', 'no_answer'],
       ['+14152340002', 'voicemail', 'voicemail'],

@@ -22,7 +22,7 @@ let numberBlock = 0;
 
 /**
  * `n` valid, distinct US numbers whose last four digits are 1000 or more, so the simulated
- * callee answers and the script completes (decisions §4); `lastFour` forces an outcome.
+ * callee answers and the script completes (docs/calls.md "Simulated outcomes"); `lastFour` forces an outcome.
  */
 export function calleeNumbers(n: number, lastFour?: string): string[] {
   numberBlock += 1;

@@ -107,7 +107,7 @@ export async function waitForCall(pool: Pool, callId: string, predicate: (c: Cal
 
 let calleeSeq = 0;
 
-/** A fresh valid callee number whose last four digits pick the simulator's outcome (decisions §4). */
+/** A fresh valid callee number whose last four digits pick the simulator's outcome (docs/calls.md "Simulated outcomes"). */
 export function calleeNumber(lastFour: string): string {
   calleeSeq += 1;
   const exchange = 200 + ((process.pid + calleeSeq * 7 + Math.floor(Math.random() * 700)) % 700);

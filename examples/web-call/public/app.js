@@ -1,4 +1,4 @@
-// The browser side of a web call, following api-v1.md's browser client contract:
+// The browser side of a web call, following the browser client contract of docs/web-calls.md:
 // 1. the session is minted by our server on the visitor's click (never on page load; the
 //    API key stays on the server);
 // 2. SIP over WebSocket to ws_url as sip:<sip_username>@<sip_domain>, authorization user

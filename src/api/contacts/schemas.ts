@@ -4,7 +4,7 @@ import { z } from '../schemas.js';
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 const optionalText = (max: number) => text(max).nullable().optional();
 
-/** The optional contact fields (api-v1.md Contact); null is accepted and means "not sent". */
+/** The optional contact fields (docs/contacts-and-lists.md "Contacts"); null is accepted and means "not sent". */
 export const contactOptionalFields = {
   last_name: optionalText(200),
   email: z.email({ message: 'must be an email address' }).max(320, 'must be at most 320 characters').nullable().optional(),

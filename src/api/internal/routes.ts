@@ -2,7 +2,7 @@ import { redeemWebSession } from '../../services/webSessions.js';
 import { defineRoute } from '../route.js';
 import { redeemWebSessionBody, redeemWebSessionResponse } from './schemas.js';
 
-/** The media edge's internal API (decisions §5); the calls events endpoint lives with the calls routes. */
+/** The media edge's internal API (docs/web-calls.md); the calls events endpoint lives with the calls routes. */
 export const internalRoutes = [
   defineRoute({
     method: 'post',

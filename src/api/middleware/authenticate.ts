@@ -41,7 +41,7 @@ export function authenticateApiKey(deps: AppDeps): Middleware {
   };
 }
 
-/** The media edge's shared secret (decisions §5) for the /internal/v1 API. */
+/** The media edge's shared secret (MEDIA_EDGE_SECRET, docs/api.md "Authentication") for the /internal/v1 API. */
 export function authenticateMediaEdge(deps: AppDeps): Middleware {
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('Authorization') || undefined);

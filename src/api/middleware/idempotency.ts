@@ -20,7 +20,7 @@ import { z } from '../schemas.js';
 import type { AuthContext } from './authenticate.js';
 import { toApiError } from './errorHandler.js';
 
-// Idempotent requests, decisions §8. See docs/idempotency.md.
+// Idempotent requests. See docs/idempotency.md.
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';

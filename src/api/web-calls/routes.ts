@@ -7,7 +7,7 @@ import { concurrencyCeilingResponse, createWebCallBody, createWebCallResponse, c
 const browserContract =
   'Browser client contract: mint on the visitor’s click on your server (never expose the API key), connect SIP over WebSocket to `ws_url` as `sip:<sip_username>@<sip_domain>` without registration or session timers, dial `target` audio-only with every `headers` entry as an extra SIP header, and configure an ICE server. See docs/web-calls.md.';
 
-/** The failures both web endpoints share (api-v1.md, create-web-session). */
+/** The failures both web endpoints share (docs/web-calls.md, "Two paths"). */
 const webCallErrors = {
   400: { description: 'Invalid JSON, script_id missing or malformed, contact_id malformed, invalid did or objects' },
   404: { description: 'script_id, contact_id or did not found or does not belong to your team' },

@@ -1,5 +1,5 @@
 -- Teams, API keys, owned phone numbers, scripts and webhook hooks: what the operator
--- CLI creates (decisions §2).
+-- CLI creates (README, "The operator CLI").
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
 
 CREATE TABLE teams (

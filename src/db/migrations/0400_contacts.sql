@@ -1,5 +1,5 @@
 -- Contacts, object types, objects, contact-object links, lists and list members
--- (issue 4; api-v1.md Contacts, Lists, Objects; decisions §7). Every row carries
+-- (docs/contacts-and-lists.md). Every row carries
 -- team_id and every lookup filters on it.
 
 -- A contact is a person identified by an E.164 phone number, unique per team.

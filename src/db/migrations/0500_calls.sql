@@ -1,4 +1,4 @@
--- Calls (issue 5; api-v1.md Calls, decisions §3–§5) and the team concurrency ceiling
+-- Calls (docs/calls.md) and the team concurrency ceiling
 -- shared by phone calls and web sessions (docs/calls.md).
 
 -- One row per call: the read model the status, result and list endpoints serve. The call

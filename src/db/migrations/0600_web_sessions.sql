@@ -1,5 +1,4 @@
--- Web sessions (issue 6; api-v1.md "Web calls", "Web session token", decisions §5;
--- docs/web-calls.md). The workflow web-session-<id> decides minted → used | expired; this
+-- Web sessions (docs/web-calls.md). The workflow web-session-<id> decides minted → used | expired; this
 -- row is its read model, written by its activities, and the lookup from token to session.
 
 CREATE TABLE web_sessions (
@@ -7,7 +6,7 @@ CREATE TABLE web_sessions (
   team_id uuid NOT NULL REFERENCES teams (id),
   -- SHA-256 (hex) of the session token; the token itself is shown once and never stored.
   token_hash text NOT NULL UNIQUE,
-  -- Fixed at minting (api-v1.md): the script, the contact and the AI-side number.
+  -- Fixed at minting: the script, the contact and the AI-side number.
   script_id uuid NOT NULL REFERENCES scripts (id),
   contact_id uuid NOT NULL REFERENCES contacts (id),
   did text,

@@ -1,4 +1,4 @@
--- Webhook deliveries that carried X-Webhook-Id (issue 8, decisions §6): the same id on the
+-- Webhook deliveries that carried X-Webhook-Id (docs/webhooks.md): the same id on the
 -- same hook within 24 hours answers the same run_id and runs nothing again. The primary
 -- key makes that exact under concurrent duplicates; an expired row is taken over in place
 -- by the next delivery with its id, and old rows are purged a few at a time on delivery.

@@ -1,4 +1,4 @@
--- Batches (issue 9, docs/batches.md): call every contact of a list once with a script.
+-- Batches (docs/batches.md): call every contact of a list once with a script.
 -- The batch workflow (id batch-<id>) keeps its intake in Postgres, not in its history:
 -- batch_contacts holds one row per contact taken in, and its primary key is what makes
 -- "never called twice by one batch" hold whatever the workflow or a retried activity does.

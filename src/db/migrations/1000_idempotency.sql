@@ -1,4 +1,4 @@
--- Idempotency keys (decisions §8): one row per team, endpoint ("POST /api/v1/x") and key.
+-- Idempotency keys (docs/idempotency.md): one row per team, endpoint ("POST /api/v1/x") and key.
 -- state 'in_progress' while the first request runs (attempt_id names that run, locked_at
 -- when it started, for the stale take-over); 'done' with the kept status, serialised body
 -- and headers. Rows live 24 hours; expired ones are pruned in small batches by expires_at.

@@ -1,5 +1,5 @@
 /**
- * The team concurrency ceiling (teams.max_concurrent, decisions §5), shared by phone calls
+ * The team concurrency ceiling (teams.max_concurrent, docs/calls.md), shared by phone calls
  * and web sessions.
  *
  * A slot is a concurrency_slots row held by a web session (holder_id = session id, live

@@ -1,7 +1,7 @@
 import type { Queryable } from '../pool.js';
 import type { ContactFields } from '../../domain/contactFields.js';
 
-/** A contact row (api-v1.md Contact). `phone_number` is E.164, or null for the shared web contact. */
+/** A contact row. `phone_number` is E.164, or null for the shared web contact. */
 export interface ContactRecord {
   id: string;
   team_id: string;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../pool.js';
 
-/** How long an X-Webhook-Id keeps answering the same run (decisions §6). */
+/** How long an X-Webhook-Id keeps answering the same run (docs/webhooks.md). */
 export const HOOK_DELIVERY_TTL_SECONDS = 24 * 60 * 60;
 // Expired rows deleted by each claim: enough to keep up with any arrival rate, small
 // enough that a claim never waits on a large delete.

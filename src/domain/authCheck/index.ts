@@ -1,5 +1,5 @@
 /**
- * The Auth Check tool (api-v1.md "Auth Check tool", "Auth Check status"): compares a
+ * The Auth Check tool (docs/scripts.md "Auth Check"): compares a
  * Record Array with a Check Array position by position. Pure and deterministic, so the
  * script runtime runs it inside the call workflow; docs/scripts.md documents every rule.
  */

@@ -1,6 +1,6 @@
 /**
- * Comparing one Record Array value with one Check Array value (api-v1.md, Auth Check
- * matching rules 2–4). docs/scripts.md states the same definitions for script authors.
+ * Comparing one Record Array value with one Check Array value (Auth Check matching rules
+ * 2–4 of docs/scripts.md, "Matching rules, precisely").
  */
 import { canonicalText, looksLikeDate, normalizeDate } from '../dates.js';
 

@@ -1,4 +1,4 @@
-// The operator CLI (decisions §2): `npm run --silent admin -- <command> [options] [--json]`.
+// The operator CLI (README, "The operator CLI"): `npm run --silent admin -- <command> [options] [--json]`.
 // With --json a command prints exactly one JSON object on stdout; errors go to stderr
 // with a non-zero exit code.
 import { parseArgs } from 'node:util';

@@ -82,7 +82,7 @@ export interface ScheduledCall {
 export const SCRIPT_NOT_FOUND = 'script_id not found or does not belong to your team';
 export const FROM_NUMBER_NOT_FOUND = 'from_number not found or does not belong to your team';
 export const CONTACT_NOT_FOUND = 'contact_id not found or does not belong to your team';
-/** Web calls name their number `did` (api-v1.md). */
+/** Web calls name their number `did` (docs/web-calls.md "Request fields"). */
 export const DID_NOT_FOUND = 'did not found or does not belong to your team';
 export const CALL_NOT_FOUND = 'Call not found';
 

@@ -50,7 +50,7 @@ export async function objectDataForContacts(db: Queryable, teamId: string, conta
   return result;
 }
 
-/** A contact as a list shows it (api-v1.md: the list-contact shape). */
+/** A contact as a list shows it (the list-contact shape of docs/contacts-and-lists.md). */
 export function listContactView(c: ContactRecord, objectData: Record<string, unknown> = {}) {
   return {
     id: c.id,
@@ -64,7 +64,7 @@ export function listContactView(c: ContactRecord, objectData: Record<string, unk
   };
 }
 
-/** A contact with every field (get-contact, decisions §7): the list shape plus the rest. */
+/** A contact with every field (get-contact): the list shape plus the rest. */
 export function contactView(c: ContactRecord, objectData: Record<string, unknown> = {}) {
   return {
     ...listContactView(c, objectData),

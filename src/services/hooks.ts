@@ -1,4 +1,4 @@
-// Webhook hooks (issue 8, decisions §6, docs/webhooks.md): accepting a request on
+// Webhook hooks (docs/webhooks.md): accepting a request on
 // POST /api/v1/hooks/{token}, creating / listing / revoking hooks for the operator CLI, and
 // the automations a hook run performs.
 import { createHash, randomUUID } from 'node:crypto';
@@ -23,7 +23,7 @@ import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput } from '..
 export const WEBHOOK_NOT_FOUND = 'Webhook not found';
 export const INVALID_WEBHOOK_SIGNATURE = 'Invalid webhook signature';
 export const INVALID_DELIVERY_ID = 'X-Webhook-Id must be 1 to 255 printable ASCII characters';
-/** X-Webhook-Id: the sender's delivery id (decisions §6). */
+/** X-Webhook-Id: the sender's delivery id (docs/webhooks.md "Idempotent delivery: X-Webhook-Id"). */
 const DELIVERY_ID_RE = /^[\x20-\x7e]{1,255}$/;
 
 export interface HookServiceDeps {

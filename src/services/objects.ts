@@ -140,7 +140,7 @@ function parsedKey(key: { path: string; value: string }, field: string): Key {
 }
 
 /**
- * upsert-object (decisions §7): finds the object of the type by `upsert_key` (or by the
+ * upsert-object (docs/contacts-and-lists.md "Objects"): finds the object of the type by `upsert_key` (or by the
  * default keys of `data` when none is sent), replaces its data, or creates it. `unique_key`
  * must not match another object of the type (a conflict). Writers of one type are serialised.
  */

@@ -1,5 +1,5 @@
 /**
- * Web calls (api-v1.md "Web calls", decisions §5, docs/web-calls.md): minting single-use
+ * Web calls (docs/web-calls.md): minting single-use
  * web sessions, redeeming their tokens (the media edge), and the direct create-web-call.
  *
  * A session takes one slot of the team's concurrency ceiling when it is minted (exact

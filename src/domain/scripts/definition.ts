@@ -91,7 +91,7 @@ const arrayEntry = z.union([z.string().max(2000), z.number()]);
 export const authCheckSettingsSchema = z.strictObject({
   record_array: z.array(arrayEntry, { message: 'record_array must be an array of values or {{variable}} references' }).max(50),
   check_array: z.array(arrayEntry, { message: 'check_array must be an array of values or {{variable}} references' }).max(50),
-  // Checked when the step runs, not here: an invalid value ends the run with status error (api-v1.md).
+  // Checked when the step runs, not here: an invalid value ends the run with status error (docs/scripts.md).
   required_match_count: z.union([z.string(), z.number(), z.null()]).optional(),
   exact: z.union([z.enum(['Yes', 'No', 'yes', 'no']), z.boolean(), z.null(), z.literal('')], { message: 'exact must be Yes or No' }).optional(),
   check_transcript: z.union([z.array(z.union([z.string(), z.boolean()])), z.string(), z.null()]).optional(),

@@ -16,7 +16,7 @@
 // BENCH_IPS (client addresses sent as X-Forwarded-For; default 8192), BENCH_MODES (a comma-
 // separated subset of off,redis,memory,roundTrip, e.g. to profile one).
 //
-// The limits are the spec's (the defaults), and requests rotate over enough keys and client
+// The limits are the defaults (docs/rate-limits.md), and requests rotate over enough keys and client
 // addresses that none is rejected (a 429 is cheaper than a 200 and would flatter the
 // limiter; the run fails on any non-200): every request does the full work, its five
 // buckets (IP, IP and endpoint, token and endpoint, key, team) checked in Redis, and each

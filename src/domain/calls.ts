@@ -50,8 +50,8 @@ export const CALL_PROGRESS = [
 export type CallProgress = (typeof CALL_PROGRESS)[number];
 
 /**
- * Every end_reason the service writes, with the terminal status it belongs to. The spec's
- * literals `agent_hangup` and `User Hangup` are kept as they are.
+ * Every end_reason the service writes, with the terminal status it belongs to (docs/calls.md).
+ * The long-standing literals `agent_hangup` and `User Hangup` are kept as they are.
  */
 export const END_REASONS = {
   agent_hangup: 'completed',

@@ -36,7 +36,7 @@ export function isWriteMethod(method: string): boolean {
   return WRITE_METHODS.has(method.toUpperCase());
 }
 
-/** The configured limits (defaults: the spec's numbers). */
+/** The configured limits (defaults: the numbers of docs/rate-limits.md). */
 export function bucketLimits(config: Config): BucketLimits {
   return {
     ip: config.RATE_LIMIT_PER_IP,

@@ -4,10 +4,10 @@ import type { Clock, ConsumeRequest, ConsumeResult, RateLimitStore, Reservation 
 
 // Why not rate-limiter-flexible: its Redis and memory limiters count in fixed windows (one
 // counter with a TTL: INCR + PEXPIRE), which reset at once when the TTL lapses, so a client
-// can send 2x the limit across a boundary; the spec wants a rolling window in which a
+// can send 2x the limit across a boundary; the buckets are rolling windows in which a
 // request is admitted again exactly when the oldest counted one leaves. And its
 // RateLimiterUnion consumes from every limiter independently, so a request rejected by one
-// bucket still counts in the others, which the spec forbids. So the buckets are sliding-
+// bucket still counts in the others, which our contract forbids. So the buckets are sliding-
 // window logs (one sorted set per bucket, score = time, member = request) checked and
 // filled by one script: every bucket of a request in one atomic step.
 //

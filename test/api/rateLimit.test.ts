@@ -1,4 +1,4 @@
-// The spec's rate limits through the real route chain, against both stores (real Redis from
+// The rate limits of docs/rate-limits.md through the real route chain, against both stores (real Redis from
 // scripts/run-tests.mjs, and in process), with a driven clock: nothing here sleeps a minute.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

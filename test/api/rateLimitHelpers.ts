@@ -88,7 +88,7 @@ export async function startLimitedApi(opts: {
   };
 }
 
-/** Another key of the team (the spec's team buckets span all of a team's keys). */
+/** Another key of the team (the team buckets span all of a team's keys). */
 export async function addKey(pool: Pool, teamId: string): Promise<{ apiKey: string; keyId: string }> {
   const key = generateApiKey();
   const record = await insertApiKey(pool, { teamId, prefix: key.prefix, hash: key.hash, name: 'extra' });

@@ -66,7 +66,7 @@ async function callCount(teamId: string): Promise<number> {
 }
 
 describe('POST /api/v1/create-web-session', () => {
-  test('201 with every field of the spec, session_token also inside headers, expires_at two minutes out, and no call yet', async () => {
+  test('201 with every documented field, session_token also inside headers, expires_at two minutes out, and no call yet', async () => {
     const t = await createTestTeam(app.pool, { maxConcurrent: 7 });
     const before = Date.now();
     const res = await createSession(t, { participant_identity: 'Visitor 42' });

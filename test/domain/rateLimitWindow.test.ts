@@ -11,7 +11,7 @@ import { retryAfterSeconds } from '../../src/rateLimit/store.js';
 const limits = bucketLimits(loadConfig({}));
 
 describe('bucket definitions', () => {
-  test('the defaults are the spec numbers', () => {
+  test('the defaults are the documented numbers', () => {
     assert.deepEqual(limits, {
       ip: 300,
       ipEndpoint: 120,

@@ -10,7 +10,7 @@ export interface AuthContext {
   keyId: string;
 }
 
-/** The bearer token of the Authorization header, or the spec's 401 for its absence. */
+/** The bearer token of the Authorization header, or the documented 401 for its absence. */
 export function bearerToken(header: string | undefined): string {
   // HTTP strips trailing whitespace from header values, so "Bearer " arrives as "Bearer".
   if (header !== undefined && /^bearer\s*$/i.test(header)) throw unauthorized('API key is empty');
@@ -20,7 +20,7 @@ export function bearerToken(header: string | undefined): string {
   return token;
 }
 
-/** API-key authentication exactly as the spec's table; attaches ctx.state.auth. */
+/** API-key authentication exactly as the table of docs/api.md "Authentication"; attaches ctx.state.auth. */
 export function authenticateApiKey(deps: AppDeps): Middleware {
   return async (ctx, next) => {
     const apiKey = bearerToken(ctx.get('Authorization') || undefined);

@@ -17,7 +17,7 @@ const STATUS_OF_KIND: Record<UseCaseErrorKind, number> = {
   not_configured: 500,
 };
 
-/** Maps every error to the spec's { success: false, message } body; unknown ones to 500. */
+/** Maps every error to the { success: false, message } body of docs/api.md; unknown ones to 500. */
 export function errorHandler(): Middleware {
   return async (ctx, next) => {
     try {

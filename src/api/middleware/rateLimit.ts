@@ -64,7 +64,7 @@ function limiterOf(deps: AppDeps): RateLimiter {
 }
 
 /**
- * Throws the spec's 429, or sets the successful-response headers: limit and remaining of the
+ * Throws the documented 429 (docs/rate-limits.md), or sets the successful-response headers: limit and remaining of the
  * tightest bucket met so far (fewest remaining; of equals, the smaller limit).
  */
 function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): Reservation {

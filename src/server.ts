@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import { createApp } from './api/app.js';
+import { answerClientError } from './api/clientError.js';
 import type { RouteDefinition } from './api/route.js';
 import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
 import { ConfigError, loadConfig, type Config } from './config/index.js';
@@ -38,6 +39,7 @@ export async function startApi(opts: {
   installBatchIntakeNotifier(opts);
   const app = createApp({ ...opts, keyUsage }, opts.routes);
   const server = http.createServer(app.callback());
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? opts.config.PORT, opts.config.HOST, () => resolve());

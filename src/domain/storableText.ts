@@ -20,21 +20,40 @@ export interface UnstorableAt {
   inKey: boolean;
 }
 
-/** Where the first string of a JSON value (keys included) that Postgres cannot store is, if any. */
+/** One step of the path, linked to its parent: a deep value costs no copying of paths. */
+type PathLink = { parent: PathLink; segment: string | number } | undefined;
+type Pending = { key?: undefined; value: unknown; at: PathLink } | { key: string; at: PathLink };
+
+/**
+ * Where the first string of a JSON value (keys included) that Postgres cannot store is, if
+ * any. Iterative, in document order (a member's name before its value), so a deeply
+ * nested value cannot overflow the stack.
+ */
 export function findUnstorableText(value: unknown, path: (string | number)[] = []): UnstorableAt | undefined {
-  if (typeof value === 'string') return isStorableText(value) ? undefined : { path, inKey: false };
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findUnstorableText(value[i], [...path, i]);
-      if (found) return found;
+  const pathTo = (at: PathLink): (string | number)[] => {
+    const segments: (string | number)[] = [];
+    for (let link = at; link; link = link.parent) segments.push(link.segment);
+    return [...path, ...segments.reverse()];
+  };
+  const pending: Pending[] = [{ value, at: undefined }];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (next.key !== undefined) {
+      if (!isStorableText(next.key)) return { path: pathTo(next.at), inKey: true };
+      continue;
     }
-    return undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, child] of Object.entries(value)) {
-      if (!isStorableText(key)) return { path, inKey: true };
-      const found = findUnstorableText(child, [...path, key]);
-      if (found) return found;
+    const current = next.value;
+    if (typeof current === 'string') {
+      if (!isStorableText(current)) return { path: pathTo(next.at), inKey: false };
+    } else if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) pending.push({ value: current[i], at: { parent: next.at, segment: i } });
+    } else if (current !== null && typeof current === 'object') {
+      const entries = Object.entries(current);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i];
+        pending.push({ value: child, at: { parent: next.at, segment: key } });
+        pending.push({ key, at: next.at });
+      }
     }
   }
   return undefined;

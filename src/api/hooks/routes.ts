@@ -1,4 +1,6 @@
 import { acceptHookRequest } from '../../services/hooks.js';
+import { payloadTooLarge } from '../errors.js';
+import { MAX_BODY_BYTES } from '../middleware/jsonBody.js';
 import { defineRoute } from '../route.js';
 import { hookAccepted, hookParams, hookPayload } from './schemas.js';
 
@@ -19,15 +21,20 @@ export const hookRoutes = [
     request: { params: hookParams, body: hookPayload, bodyRequired: false },
     responses: {
       202: { description: 'Accepted: the run has started (or, for a repeated X-Webhook-Id, had started)', schema: hookAccepted },
-      400: { description: 'Body is not JSON, or X-Webhook-Id is malformed' },
+      400: { description: 'Body is not JSON or nests deeper than 64 levels, or X-Webhook-Id is malformed' },
       401: { description: 'Invalid webhook signature (missing or wrong)' },
       404: { description: 'Unknown or revoked hook' },
-      413: { description: 'Request body over 1,048,576 bytes' },
+      413: { description: 'Request body over 1,048,576 bytes, as sent or re-encoded as JSON' },
     },
     handler: async ({ params, body, ctx }, deps) => {
       const deliveryId = ctx.get('X-Webhook-Id') || undefined;
       const signature = ctx.get('X-Webhook-Signature') || undefined;
       const rawBody: Buffer = ctx.state.rawBody ?? Buffer.alloc(0);
+      // The body travels to the run's workflow re-encoded as JSON by Temporal's payload
+      // converter, which can be larger than what arrived (1e20 becomes 21 digits, an invalid
+      // UTF-8 byte a 3-byte U+FFFD): the body limit holds for that encoding too, well
+      // inside Temporal's payload limit.
+      if (body !== undefined && Buffer.byteLength(JSON.stringify(body) ?? '') > MAX_BODY_BYTES) throw payloadTooLarge(MAX_BODY_BYTES);
       const accepted = await acceptHookRequest(deps, {
         token: params.token,
         rawBody,

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { AUTH_CHECK_NAMESPACE, AUTH_CHECK_TOOL } from '../authCheck/index.js';
+import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from '../jsonNesting.js';
 import { VARIABLE_NAME_RE, namespaceOf } from './templates.js';
 
 /** Namespaces scripts read but never write: the tool's own, and the data the runtime provides. */
@@ -191,6 +192,8 @@ function describePath(path: readonly PropertyKey[], input: unknown): string {
 
 /** Validates a script; the error names the step and field, e.g. `steps[2] (id "ask_dob").variable: cannot write ...`. */
 export function parseScriptDefinition(input: unknown): { ok: true; script: ScriptDefinition } | { ok: false; message: string } {
+  // Checked first: the schema (webhook bodies) and rendering walk the value recursively.
+  if (jsonNestedDeeperThan(input, MAX_JSON_DEPTH)) return { ok: false, message: `script is nested deeper than ${MAX_JSON_DEPTH} levels` };
   const parsed = scriptDefinitionSchema.safeParse(input);
   if (parsed.success) return { ok: true, script: parsed.data };
   const message = parsed.error.issues

@@ -1,8 +1,7 @@
 // Activities of the batch workflow (workflows/batchWorkflow.ts). One activity, the tick:
 // it is idempotent (docs/batches.md), so a retry after a lost result or a worker restart
 // never calls a contact twice.
-import { ApplicationFailure } from '@temporalio/common';
-import { advanceBatch, BatchNotFoundError, installBatchIntakeNotifier, type BatchTick } from '../src/services/batches.js';
+import { advanceBatch, installBatchIntakeNotifier, type BatchTick } from '../src/services/batches.js';
 import type { ActivityDeps } from './index.js';
 
 export function createBatchActivities(deps: ActivityDeps) {
@@ -12,12 +11,7 @@ export function createBatchActivities(deps: ActivityDeps) {
   return {
     /** One tick of a batch: learn ended calls, take in new list members, hand out calls, end when done. */
     async advanceBatch(input: { batchId: string; start: boolean }): Promise<BatchTick> {
-      try {
-        return await advanceBatch(deps, input.batchId, { start: input.start });
-      } catch (err) {
-        if (err instanceof BatchNotFoundError) throw ApplicationFailure.nonRetryable(err.message, 'NotFound');
-        throw err;
-      }
+      return advanceBatch(deps, input.batchId, { start: input.start });
     },
   };
 }

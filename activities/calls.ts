@@ -24,6 +24,7 @@ import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from 
 import { objectDataForContacts } from '../src/services/contacts.js';
 import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
+import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
 
 /** What the script runtime needs about a call: its contact, script and linked objects. */
@@ -45,7 +46,7 @@ export interface CallContextData {
 }
 
 function notFound(what: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`${what} not found`, 'NotFound');
+  return ApplicationFailure.nonRetryable(`${what} not found`, NOT_FOUND_FAILURE);
 }
 
 export function createCallActivities(deps: ActivityDeps) {
@@ -119,7 +120,7 @@ export function createCallActivities(deps: ActivityDeps) {
     /** Dials through the voice provider (idempotent per call id at the provider). */
     async placeCall(input: { callId: string }): Promise<PlacedCall> {
       const context = await loadContext(input.callId);
-      if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', 'NoNumber');
+      if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
       const placed = await provider.placeCall({
         callId: context.call.id,
         teamId: context.call.team_id,

@@ -1,31 +1,18 @@
 // Activities of a webhook hook run (workflows/hookRunWorkflow.ts). Each is idempotent:
 // a retry after a lost result finds its work done instead of doing it twice.
-import { ApplicationFailure } from '@temporalio/common';
 import type { MappedContact } from '../src/domain/hookAutomation.js';
-import {
-  addHookContactToList,
-  HookAutomationError,
-  scheduleHookCall,
-  type HookCallScheduled,
-  type HookContactAdded,
-} from '../src/services/hooks.js';
+import { addHookContactToList, scheduleHookCall, type HookCallScheduled, type HookContactAdded } from '../src/services/hooks.js';
 import type { ActivityDeps } from './index.js';
-
-/** A permanent automation failure becomes a non-retryable failure with its typed `type`. */
-function permanent(err: unknown): never {
-  if (err instanceof HookAutomationError) throw ApplicationFailure.nonRetryable(err.message, err.type);
-  throw err;
-}
 
 export function createHookActivities(deps: ActivityDeps) {
   return {
     /** schedule_call: the create-phone-call path, with the call id derived from the run id. */
     async scheduleHookCall(input: { runId: string; teamId: string; scriptId: string; fromNumber: string; contact: MappedContact }): Promise<HookCallScheduled> {
-      return scheduleHookCall(deps, input).catch(permanent);
+      return scheduleHookCall(deps, input);
     },
     /** add_to_list: upsert the contact and add it to the hook's list. */
     async addHookContactToList(input: { runId: string; teamId: string; listId: string; contact: MappedContact }): Promise<HookContactAdded> {
-      return addHookContactToList(deps, input).catch(permanent);
+      return addHookContactToList(deps, input);
     },
   };
 }

@@ -2,6 +2,17 @@ import type { Config } from '../src/config/index.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/activity';
+import { UseCaseError, type UseCaseErrorKind } from '../src/services/errors.js';
+import {
+  CONFLICT_FAILURE,
+  GONE_FAILURE,
+  INVALID_FAILURE,
+  NOT_CONFIGURED_FAILURE,
+  NOT_FOUND_FAILURE,
+  TOO_MANY_FAILURE,
+  UNAUTHENTICATED_FAILURE,
+} from '../workflows/contracts.js';
 import { createHookActivities } from './hooks.js';
 import { createCallActivities } from './calls.js';
 import { createWebSessionActivities } from './webSessions.js';
@@ -22,15 +33,48 @@ export interface ActivityDeps {
   callAnalyser?: CallAnalyser;
 }
 
-/** Every activity of the service, built from injected dependencies. */
+/** The ApplicationFailure type of each kind of use-case error. */
+const FAILURE_TYPE_OF_KIND: Record<UseCaseErrorKind, string> = {
+  invalid: INVALID_FAILURE,
+  unauthenticated: UNAUTHENTICATED_FAILURE,
+  not_found: NOT_FOUND_FAILURE,
+  conflict: CONFLICT_FAILURE,
+  gone: GONE_FAILURE,
+  too_many: TOO_MANY_FAILURE,
+  not_configured: NOT_CONFIGURED_FAILURE,
+};
+
+/** A use case's refusal is permanent: retrying cannot change the answer. Other errors stay retryable. */
+function asActivityFailure(err: unknown): unknown {
+  if (!(err instanceof UseCaseError)) return err;
+  return ApplicationFailure.nonRetryable(err.message, err.code ?? FAILURE_TYPE_OF_KIND[err.kind]);
+}
+
+type Activity = (...args: never[]) => Promise<unknown>;
+
+function withFailureTypes<T extends Record<string, Activity>>(activities: T): T {
+  const wrapped: Record<string, Activity> = {};
+  for (const [name, activity] of Object.entries(activities)) {
+    wrapped[name] = async (...args) => {
+      try {
+        return await activity(...args);
+      } catch (err) {
+        throw asActivityFailure(err);
+      }
+    };
+  }
+  return wrapped as T;
+}
+
+/** Every activity of the service, built from injected dependencies; use-case errors leave them as typed failures. */
 export function createActivities(deps: ActivityDeps) {
-  return {
+  return withFailureTypes({
     ...createHookActivities(deps),
     ...createCallActivities(deps),
     ...createWebSessionActivities(deps),
     ...createScriptActivities(deps),
     ...createBatchActivities(deps),
-  };
+  });
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -7,8 +7,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { releaseSlot, transferSessionSlotToCall } from '../src/db/repositories/concurrencySlots.js';
 import { findWebSessionById, markWebSessionExpired, markWebSessionUsed } from '../src/db/repositories/webSessions.js';
 import { scheduleCall, wakeSlotWaiters } from '../src/services/calls.js';
-import { UseCaseError } from '../src/services/errors.js';
-import type { WebSessionRedemption } from '../workflows/contracts.js';
+import { NOT_FOUND_FAILURE, type WebSessionRedemption } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
 
 export function createWebSessionActivities(deps: ActivityDeps) {
@@ -20,25 +19,21 @@ export function createWebSessionActivities(deps: ActivityDeps) {
      */
     async createWebSessionCall(input: { sessionId: string; callId: string }): Promise<WebSessionRedemption> {
       const session = await findWebSessionById(deps.pool, input.sessionId);
-      if (!session) throw ApplicationFailure.nonRetryable(`web session ${input.sessionId} not found`, 'NotFound');
+      if (!session) throw ApplicationFailure.nonRetryable(`web session ${input.sessionId} not found`, NOT_FOUND_FAILURE);
       if (session.status === 'used' && session.call_id) {
         return { callId: session.call_id, scriptId: session.script_id, contactId: session.contact_id };
       }
-      try {
-        await scheduleCall(deps, {
-          teamId: session.team_id,
-          fromNumber: session.did,
-          scriptId: session.script_id,
-          contact: { id: session.contact_id },
-          type: 'web',
-          callId: input.callId,
-          participantIdentity: session.participant_identity ?? undefined,
-        });
-      } catch (err) {
-        // The script, contact or number went away since minting: retrying cannot help.
-        if (err instanceof UseCaseError) throw ApplicationFailure.nonRetryable(err.message, 'NotFound');
-        throw err;
-      }
+      // Refused when the script, contact or number went away since minting: a permanent
+      // failure typed by its kind (createActivities).
+      await scheduleCall(deps, {
+        teamId: session.team_id,
+        fromNumber: session.did,
+        scriptId: session.script_id,
+        contact: { id: session.contact_id },
+        type: 'web',
+        callId: input.callId,
+        participantIdentity: session.participant_identity ?? undefined,
+      });
       if (!(await transferSessionSlotToCall(deps.pool, input.sessionId, input.callId))) {
         // Only when the redemption outlived the slot's grace period (docs/web-calls.md).
         deps.logger.warn({ sessionId: input.sessionId, callId: input.callId }, 'web session slot was gone at redemption; the call runs without one');

@@ -17,6 +17,7 @@ import { BATCH_STATUS } from '../src/temporal/searchAttributes.js';
 import {
   batchStateQuery,
   batchWakeSignal,
+  NOT_FOUND_FAILURE,
   type BatchProgress,
   type BatchWorkflowInput,
   type BatchWorkflowResult,
@@ -33,7 +34,7 @@ export const DEFAULT_MAX_CALLS_PER_RUN = 10_000;
 // row is permanent.
 const batches = proxyActivities<BatchActivities>({
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 const NO_PROGRESS: BatchProgress = { total: 0, pending: 0, calling: 0, in_progress: 0, skipped: 0, done: {}, done_total: 0 };

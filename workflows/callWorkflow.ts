@@ -27,6 +27,7 @@ import {
   callEventSignal,
   callStateQuery,
   cancelCallSignal,
+  NOT_FOUND_FAILURE,
   slotFreedSignal,
   type CallWorkflowInput,
   type CallWorkflowResult,
@@ -45,12 +46,12 @@ export const ANALYSIS_DELAY_MS = 3_000;
 // move on without them).
 const db = proxyActivities<CallActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 const analysis = proxyActivities<CallActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 export interface CallWorkflowOptions {

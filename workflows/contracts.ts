@@ -8,6 +8,22 @@ import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutom
 
 export const DEFAULT_TASK_QUEUE = 'voice-agent';
 
+// ---- Failure types of activities (activities/index.ts) ----
+// An activity that fails for good throws a non-retryable ApplicationFailure of one of
+// these types: a use case's refusal by its kind, or the activity's own permanent failure.
+export const INVALID_FAILURE = 'Invalid';
+export const UNAUTHENTICATED_FAILURE = 'Unauthenticated';
+export const NOT_FOUND_FAILURE = 'NotFound';
+export const CONFLICT_FAILURE = 'Conflict';
+export const GONE_FAILURE = 'Gone';
+export const TOO_MANY_FAILURE = 'TooMany';
+export const NOT_CONFIGURED_FAILURE = 'NotConfigured';
+/** The call has no number to dial. */
+export const NO_NUMBER_FAILURE = 'NoNumber';
+/** A hook run's automation refused (docs/webhooks.md): the hook's list is gone, or the call path said no. */
+export const HOOK_LIST_NOT_FOUND_FAILURE = 'HookListNotFound';
+export const HOOK_CALL_REJECTED_FAILURE = 'HookCallRejected';
+
 // ---- Webhook hook runs (docs/webhooks.md) ----
 export const HOOK_RUN_WORKFLOW_TYPE = 'hookRunWorkflow';
 const HOOK_RUN_PREFIX = 'hook-run-';

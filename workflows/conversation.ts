@@ -14,7 +14,7 @@ import { condition, proxyActivities } from '@temporalio/workflow';
 import type { CallActivities, CallContextData } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
-import type { CallEvent, CallWorkflowInput } from './contracts.js';
+import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE, type CallEvent, type CallWorkflowInput } from './contracts.js';
 import { runMediaConversation } from './mediaConversation.js';
 import { runScript } from './scriptRunner.js';
 
@@ -24,7 +24,7 @@ export const MAX_CALL_MS = 2 * 60 * 60 * 1000;
 const { placeCall } = proxyActivities<CallActivities>({
   startToCloseTimeout: '30 seconds',
   // Reaches a person: a bounded retry, then the call fails (provider_error).
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: ['NotFound', 'NoNumber'] },
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: [NOT_FOUND_FAILURE, NO_NUMBER_FAILURE] },
 });
 
 /** Provider events received by the workflow, in arrival order, each event_id once. */

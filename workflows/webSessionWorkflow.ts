@@ -23,6 +23,7 @@ import {
 import type { WebSessionActivities } from '../activities/webSessions.js';
 import { CALL_ID } from '../src/temporal/searchAttributes.js';
 import {
+  NOT_FOUND_FAILURE,
   redeemWebSessionUpdate,
   webSessionStateQuery,
   WEB_SESSION_ALREADY_USED,
@@ -37,7 +38,7 @@ import {
 // the first attempt). Bounded: the media edge is waiting on the answer of a redemption.
 const acts = proxyActivities<WebSessionActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 6, nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 6, nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 // Expiry gives the slot back: retried until it succeeds.

@@ -275,8 +275,6 @@ export interface BatchTick {
   dispatched: number;
 }
 
-export class BatchNotFoundError extends Error {}
-
 /**
  * One tick of the batch (see the top of this file). `start`: the start time has passed, so
  * a scheduled batch becomes running. Idempotent: running it again, or concurrently, never
@@ -284,7 +282,7 @@ export class BatchNotFoundError extends Error {}
  */
 export async function advanceBatch(deps: BatchServiceDeps, batchId: string, opts: { start: boolean }): Promise<BatchTick> {
   let batch = await findBatch(deps.pool, batchId);
-  if (!batch) throw new BatchNotFoundError(`batch ${batchId} not found`);
+  if (!batch) throw notFound(`batch ${batchId} not found`);
   await withTransaction(deps.pool, (tx) => finishEndedCalls(tx, batch!.id));
 
   if (isActive(batch.status) && (await isListDeleted(deps.pool, batch.list_id))) {

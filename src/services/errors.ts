@@ -26,6 +26,8 @@ export class UseCaseError extends Error {
     message: string,
     /** Facts shown beside the message, e.g. the status that forbade a change. */
     readonly extra: Record<string, unknown> = {},
+    /** A stable name finer than the kind, for callers that name failures (a hook run's failure type). */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'UseCaseError';

@@ -18,7 +18,13 @@ import { HOOK_ID, TEAM_ID } from '../temporal/searchAttributes.js';
 import { scheduleCall, type CallServiceDeps } from './calls.js';
 import { invalid, notFound, unauthenticated, UseCaseError } from './errors.js';
 import { notifyListContactsAdded } from './lists.js';
-import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput } from '../../workflows/contracts.js';
+import {
+  HOOK_CALL_REJECTED_FAILURE,
+  HOOK_LIST_NOT_FOUND_FAILURE,
+  HOOK_RUN_WORKFLOW_TYPE,
+  hookRunWorkflowId,
+  type HookRunInput,
+} from '../../workflows/contracts.js';
 
 export const WEBHOOK_NOT_FOUND = 'Webhook not found';
 export const INVALID_WEBHOOK_SIGNATURE = 'Invalid webhook signature';
@@ -175,20 +181,6 @@ export function deterministicUuid(name: string): string {
 /** The call a schedule_call run makes. */
 export const hookRunCallId = (runId: string) => deterministicUuid(`hook-run-call:${runId}`);
 
-/**
- * A permanent failure of a hook run's automation (the run ends failed with this message;
- * retrying cannot help). `type` becomes the ApplicationFailure type in Temporal.
- */
-export class HookAutomationError extends Error {
-  constructor(
-    readonly type: 'HookListNotFound' | 'HookCallRejected',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HookAutomationError';
-  }
-}
-
 export interface HookContactAdded {
   contactId: string;
   contactCreated: boolean;
@@ -208,7 +200,7 @@ export async function addHookContactToList(
 ): Promise<HookContactAdded> {
   const result = await withTransaction(deps.pool, async (db) => {
     if (!(await lockLiveList(db, run.teamId, run.listId))) {
-      throw new HookAutomationError('HookListNotFound', `List ${run.listId} of this hook no longer exists; the contact was not added`);
+      throw new UseCaseError('not_found', `List ${run.listId} of this hook no longer exists; the contact was not added`, {}, HOOK_LIST_NOT_FOUND_FAILURE);
     }
     const { contact, created } = await upsertContactByPhone(db, run.teamId, run.contact);
     const added = await addExistingContactsToList(db, run.teamId, run.listId, [contact.id]);
@@ -244,7 +236,7 @@ export async function scheduleHookCall(
     return { callId: call.callId, contactId: call.contactId };
   } catch (err) {
     if (err instanceof UseCaseError) {
-      throw new HookAutomationError('HookCallRejected', `The call could not be scheduled: ${err.message}`);
+      throw new UseCaseError(err.kind, `The call could not be scheduled: ${err.message}`, {}, HOOK_CALL_REJECTED_FAILURE);
     }
     throw err;
   }

@@ -6,7 +6,7 @@
 // own tests and by test/e2e/batches.test.ts), which makes a 1,000-call batch affordable.
 import { condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { CallActivities } from '../../activities/calls.js';
-import { cancelCallSignal, slotFreedSignal, type CallWorkflowInput, type CallWorkflowResult } from '../../workflows/contracts.js';
+import { cancelCallSignal, NOT_FOUND_FAILURE, slotFreedSignal, type CallWorkflowInput, type CallWorkflowResult } from '../../workflows/contracts.js';
 
 export { batchWorkflow } from '../../workflows/batchWorkflow.js';
 
@@ -14,7 +14,7 @@ export const STAND_IN_CALL_MS = 2_000;
 
 const calls = proxyActivities<CallActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 export async function callWorkflow(input: CallWorkflowInput): Promise<CallWorkflowResult> {

@@ -75,6 +75,20 @@ export const configSchema = z.object({
   // Batches (docs/batches.md): poll interval, and calls outstanding per slot of the team ceiling.
   BATCH_POLL_SECONDS: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(3600).default(2),
   BATCH_WINDOW_FACTOR: positiveInt.default(2),
+  // Recordings (docs/media-edge.md, "Recordings"): where they are stored and how they are linked.
+  RECORDINGS_STORE: z.enum(['local', 's3'], { message: 'must be local or s3' }).default('local'),
+  // Unset = <DATA_DIR>/recordings (recordingsDir).
+  RECORDINGS_DIR: z.string().min(1).optional(),
+  S3_ENDPOINT: url(['http:', 'https:']).optional(),
+  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 lower-case letters, digits, dots and hyphens)').optional(),
+  S3_REGION: z.string().regex(/^[a-z0-9-]+$/, 'must be a region name such as us-east-1').default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: booleanFlag.default(false),
+  // The base of URLs handed out (recording_url, recording links); unset = http://127.0.0.1:<PORT>.
+  PUBLIC_API_URL: url(['http:', 'https:']).optional(),
+  RECORDING_LINK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  RECORDING_LINK_TTL_SECONDS: positiveInt.max(604_800, 'must be at most 604800 (7 days)').default(900),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -100,10 +114,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     const variable = String(issue.path[0] ?? 'environment');
     throw new ConfigError(variable, issue.message.replace(/^Invalid input: /, ''));
   }
-  return parsed.data;
+  const config = parsed.data;
+  if (config.RECORDINGS_STORE === 's3') {
+    for (const variable of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+      if (!config[variable]) throw new ConfigError(variable, 'is required when RECORDINGS_STORE is s3');
+    }
+  }
+  return config;
 }
 
 /** Whether the public web-call path (create-web-session, create-web-call) is configured. */
 export function webCallingConfigured(config: Config): boolean {
   return Boolean(config.MEDIA_EDGE_WS_URL && config.MEDIA_EDGE_SIP_DOMAIN);
+}
+
+/** Where the local recording store keeps its files. */
+export function recordingsDir(config: Pick<Config, 'RECORDINGS_DIR' | 'DATA_DIR'>): string {
+  return config.RECORDINGS_DIR ?? path.join(config.DATA_DIR, 'recordings');
+}
+
+/** The API's public base URL, without a trailing slash. */
+export function publicApiUrl(config: Pick<Config, 'PUBLIC_API_URL' | 'PORT'>): string {
+  return (config.PUBLIC_API_URL ?? `http://127.0.0.1:${config.PORT}`).replace(/\/+$/, '');
 }

@@ -1,0 +1,119 @@
+/**
+ * Who may open a call on the media edge. A browser's INVITE carries the credential of
+ * docs/web-calls.md: `X-Session-Token` (create-web-session, redeemed once through the
+ * service's internal API) or `X-Call-Token` + `X-Call-Id` (create-web-call, an HMAC the edge
+ * checks itself). The SIP layer turns a rejection into its status code.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Logger } from '../logging/logger.js';
+import { getHeader, type SipRequest } from './sip/message.js';
+
+/** A SIP final status for a refused INVITE: 403 bad credential, 404/409/410 the token's state, 503 the service is unreachable. */
+export type AdmissionRejectStatus = 403 | 404 | 409 | 410 | 500 | 503;
+
+export interface AdmittedCall {
+  /** The web call's id in the service. */
+  callId: string;
+  /** Which credential admitted it. */
+  credential: 'session_token' | 'call_token';
+  scriptId?: string;
+  contactId?: string;
+}
+
+export type AdmissionResult = AdmittedCall | { reject: AdmissionRejectStatus; reason: string };
+
+export interface CallAdmission {
+  admit(invite: SipRequest): Promise<AdmissionResult>;
+}
+
+export const isRejection = (result: AdmissionResult): result is { reject: AdmissionRejectStatus; reason: string } => 'reject' in result;
+
+export interface ServiceAdmissionOptions {
+  /** Base URL of the service's API, e.g. http://127.0.0.1:3000. */
+  apiUrl: string;
+  /** MEDIA_EDGE_SECRET: bearer secret on /internal/v1 and key of X-Call-Token. */
+  secret: string;
+  logger: Logger;
+  /** Per redemption request; the browser is waiting (default 5 s). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The X-Call-Token a create-web-call answer carries: base64url HMAC-SHA256 of `web-call:<call_id>`. */
+export function expectedCallToken(secret: string, callId: string): string {
+  return createHmac('sha256', secret).update(`web-call:${callId}`).digest('base64url');
+}
+
+/** Admission against the service: redeems session tokens, checks call tokens locally. */
+export class ServiceCallAdmission implements CallAdmission {
+  private readonly fetch: typeof fetch;
+  private readonly redeemUrl: string;
+
+  constructor(private readonly options: ServiceAdmissionOptions) {
+    this.fetch = options.fetch ?? fetch;
+    this.redeemUrl = new URL('/internal/v1/web-sessions/redeem', options.apiUrl).href;
+  }
+
+  async admit(invite: SipRequest): Promise<AdmissionResult> {
+    const sessionToken = getHeader(invite, 'X-Session-Token');
+    if (sessionToken) return this.redeem(sessionToken);
+    const callToken = getHeader(invite, 'X-Call-Token');
+    if (callToken) return this.checkCallToken(callToken, getHeader(invite, 'X-Call-Id'));
+    return { reject: 403, reason: 'Missing session token' };
+  }
+
+  private checkCallToken(token: string, callId: string | undefined): AdmissionResult {
+    if (!callId || !UUID.test(callId)) return { reject: 403, reason: 'Missing or malformed X-Call-Id' };
+    const expected = Buffer.from(expectedCallToken(this.options.secret, callId));
+    const given = Buffer.from(token);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { reject: 403, reason: 'Invalid call token' };
+    return { callId: callId.toLowerCase(), credential: 'call_token' };
+  }
+
+  private async redeem(sessionToken: string): Promise<AdmissionResult> {
+    let res: Response;
+    try {
+      res = await this.fetch(this.redeemUrl, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${this.options.secret}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ session_token: sessionToken }),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
+      });
+    } catch (err) {
+      this.options.logger.error({ err }, 'session token redemption failed: service unreachable');
+      return { reject: 503, reason: 'Service unavailable' };
+    }
+    const body = (await res.json().catch(() => ({}))) as { call_id?: unknown; script_id?: unknown; contact_id?: unknown; message?: unknown };
+    const message = typeof body.message === 'string' ? body.message : undefined;
+    switch (res.status) {
+      case 201:
+        if (typeof body.call_id !== 'string') {
+          this.options.logger.error({ status: res.status }, 'session token redemption answered without call_id');
+          return { reject: 500, reason: 'Redemption failed' };
+        }
+        return {
+          callId: body.call_id,
+          credential: 'session_token',
+          ...(typeof body.script_id === 'string' ? { scriptId: body.script_id } : {}),
+          ...(typeof body.contact_id === 'string' ? { contactId: body.contact_id } : {}),
+        };
+      case 404:
+        return { reject: 404, reason: message ?? 'Session token not found' };
+      case 409:
+        return { reject: 409, reason: message ?? 'Session token has already been used' };
+      case 410:
+        return { reject: 410, reason: message ?? 'Session token has expired' };
+      case 400:
+        return { reject: 403, reason: 'Invalid session token' };
+      case 401:
+        // Our own secret was refused: a deployment error, not the browser's fault.
+        this.options.logger.error('session token redemption refused the media edge secret (401): check MEDIA_EDGE_SECRET');
+        return { reject: 403, reason: 'Invalid session token' };
+      default:
+        this.options.logger.error({ status: res.status, message }, 'session token redemption failed');
+        return { reject: res.status >= 500 ? 503 : 500, reason: 'Redemption failed' };
+    }
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * The media edge: the WebSocket server browsers reach at MEDIA_EDGE_WS_URL (SIP over
+ * WebSocket, subprotocol `sip`), one SIP user agent per socket, WebRTC audio per call.
+ * Whoever runs the conversation gets each established call through `onCall`.
+ *
+ *   npx tsx src/mediaEdge/server.ts     # standalone, configured from the environment
+ */
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { z } from 'zod';
+import { ConfigError } from '../config/index.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { isRejection, ServiceCallAdmission, type CallAdmission } from './admission.js';
+import type { ChannelCloseReason } from './media/channel.js';
+import type { DigestCredentials } from './sip/digest.js';
+import { SipUserAgentServer, type EstablishedCall, type MediaAnswerer } from './sip/userAgentServer.js';
+import { FrameClock } from './webrtc/frameClock.js';
+import { WebRtcEndpoint, type WebRtcOptions } from './webrtc/peer.js';
+import { checkAudioOffer } from './webrtc/sdp.js';
+
+export type { EstablishedCall } from './sip/userAgentServer.js';
+
+export interface MediaEdgeOptions {
+  /** The URL browsers are given (MEDIA_EDGE_WS_URL): its path is served, its host and port are the defaults to listen on. */
+  wsUrl: string;
+  /** Listen address and port when they differ from the URL's (behind a proxy; port 0 = any free port). */
+  listenHost?: string;
+  listenPort?: number;
+  admission: CallAdmission;
+  /** Receives every established call; the call's channel carries its audio until it closes. */
+  onCall?: (call: EstablishedCall) => void;
+  logger: Logger;
+  rtc?: WebRtcOptions;
+  /** The media of each call (default: WebRTC with werift); tests of the SIP layer inject a fake. */
+  media?: MediaAnswerer;
+  /** Answer INVITEs only after a Digest challenge with these credentials (optional; the token decides admission). */
+  digest?: DigestCredentials;
+  /** Largest WebSocket message accepted, bytes (default 64 KiB; larger ones close the socket with 1009). */
+  maxMessageBytes?: number;
+  /** Calls one socket may carry at once (default 4). */
+  maxCallsPerSocket?: number;
+  /** Ping interval; a socket that misses a pong is closed and its calls end with media_lost (default 30 s). */
+  heartbeatMs?: number;
+  /** SIP T1 (tests shorten it). */
+  sipT1Ms?: number;
+}
+
+export interface MediaEdge {
+  /** ws://host:port/path actually listened on (the port resolved when 0 was asked). */
+  readonly url: string;
+  readonly port: number;
+  /** Established calls by call id. */
+  readonly calls: ReadonlyMap<string, EstablishedCall>;
+  /** Open WebSocket connections. */
+  readonly connections: number;
+  /** Hangs up every call (BYE), closes every socket and the server. */
+  close(): Promise<void>;
+}
+
+/** Starts the media edge; resolves once it listens. */
+export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEdge> {
+  const url = new URL(options.wsUrl);
+  const secure = url.protocol === 'wss:';
+  const path = url.pathname || '/';
+  const host = options.listenHost ?? url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = options.listenPort ?? (url.port ? Number(url.port) : secure ? 443 : 80);
+  const logger = options.logger;
+
+  const media = options.media ?? webRtcAnswerer(new WebRtcEndpoint(new FrameClock((err) => logger.error({ err }, 'media tick failed')), options.rtc));
+
+  // One live media session per call id on this edge (a create-web-call token can be replayed).
+  const reserved = new Set<string>();
+  const admission: CallAdmission = {
+    async admit(invite) {
+      const result = await options.admission.admit(invite);
+      if (isRejection(result)) return result;
+      if (reserved.has(result.callId)) return { reject: 409, reason: 'Call already connected' };
+      reserved.add(result.callId);
+      return result;
+    },
+  };
+  const calls = new Map<string, EstablishedCall>();
+  const agents = new Map<WebSocket, SipUserAgentServer>();
+  /** Whether each socket answered the last ping. */
+  const answeredPing = new Map<WebSocket, boolean>();
+
+  const server = new WebSocketServer({
+    host,
+    port,
+    path,
+    maxPayload: options.maxMessageBytes ?? 64 * 1024,
+    perMessageDeflate: false,
+    // RFC 7118: only the `sip` subprotocol.
+    handleProtocols: (protocols) => (protocols.has('sip') ? 'sip' : false),
+    verifyClient: (info: { req: IncomingMessage }) => /(^|,)\s*sip\s*(,|$)/i.test(String(info.req.headers['sec-websocket-protocol'] ?? '')),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.on('error', (err) => logger.error({ err }, 'media edge server error'));
+
+  let connectionSeq = 0;
+  server.on('connection', (socket, req) => {
+    const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    const log = logger.child({ connection: ++connectionSeq, remote });
+    const agent = new SipUserAgentServer({
+      transport: {
+        send: (text) => {
+          if (socket.readyState === socket.OPEN) socket.send(text);
+        },
+        close: (code, reason) => socket.close(code, reason),
+      },
+      admission,
+      media,
+      logger: log,
+      localHost: url.host,
+      secure,
+      maxDialogs: options.maxCallsPerSocket,
+      digest: options.digest,
+      t1Ms: options.sipT1Ms,
+      onCall: (call) => {
+        calls.set(call.callId, call);
+        if (!options.onCall) {
+          log.info({ callId: call.callId }, 'call established (no conversation attached)');
+          return;
+        }
+        options.onCall(call);
+      },
+      onCallEnded: (callId: string, reason: ChannelCloseReason) => {
+        reserved.delete(callId);
+        calls.delete(callId);
+        log.debug({ callId, reason }, 'call released');
+      },
+    });
+    agents.set(socket, agent);
+    log.debug('WebSocket connected');
+    socket.on('message', (data, isBinary) => {
+      try {
+        const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+        if (isBinary && !text) return;
+        agent.handleMessage(text);
+      } catch (err) {
+        log.error({ err }, 'WebSocket message handling failed');
+      }
+    });
+    answeredPing.set(socket, true);
+    socket.on('pong', () => answeredPing.set(socket, true));
+    socket.on('error', (err) => log.warn({ err }, 'WebSocket error'));
+    socket.on('close', (code) => {
+      agents.delete(socket);
+      answeredPing.delete(socket);
+      log.debug({ code }, 'WebSocket closed');
+      agent.handleTransportClosed();
+    });
+  });
+
+  const heartbeat = setInterval(() => {
+    for (const socket of server.clients) {
+      if (answeredPing.get(socket) === false) {
+        logger.warn('WebSocket missed a heartbeat: closing');
+        socket.terminate();
+        continue;
+      }
+      answeredPing.set(socket, false);
+      socket.ping();
+    }
+  }, options.heartbeatMs ?? 30_000);
+  heartbeat.unref();
+
+  const actualPort = (server.address() as AddressInfo).port;
+  const actualUrl = `${secure ? 'wss' : 'ws'}://${host.includes(':') ? `[${host}]` : host}:${actualPort}${path}`;
+  logger.info({ url: actualUrl }, 'media edge listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: actualUrl,
+    port: actualPort,
+    calls,
+    get connections() {
+      return server.clients.size;
+    },
+    close() {
+      closing ??= (async () => {
+        clearInterval(heartbeat);
+        await Promise.allSettled([...calls.values()].map((call) => call.hangUp()));
+        for (const socket of server.clients) socket.close(1001, 'media edge shutting down');
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            for (const socket of server.clients) socket.terminate();
+          }, 1000);
+          server.close(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+        for (const agent of agents.values()) agent.handleTransportClosed();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Browsers' offers answered with WebRTC: Opus when offered, else PCMU, else 488. */
+export function webRtcAnswerer(endpoint: WebRtcEndpoint): MediaAnswerer {
+  return {
+    check: (sdp) => checkAudioOffer(sdp),
+    answer: (sdp, log) => {
+      const check = checkAudioOffer(sdp);
+      if ('reject' in check) return Promise.reject(new Error(check.reject));
+      return endpoint.answer(sdp, check.codec, log);
+    },
+  };
+}
+
+const port = z.coerce.number({ message: 'must be a port number' }).int('must be a whole number').min(0).max(65535);
+const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** The media edge's environment (names shared with the service where they mean the same). */
+export const mediaEdgeConfigSchema = z.object({
+  MEDIA_EDGE_WS_URL: z
+    .string()
+    .refine((v) => /^wss?:\/\/[^/]+/.test(v) && URL.canParse(v), 'must be a ws:// or wss:// URL')
+    .default('ws://127.0.0.1:5070/ws'),
+  MEDIA_EDGE_LISTEN_HOST: z.string().min(1).optional(),
+  MEDIA_EDGE_LISTEN_PORT: port.optional(),
+  MEDIA_EDGE_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  API_URL: z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http(s) URL').default('http://127.0.0.1:3000'),
+  MEDIA_EDGE_SIP_DOMAIN: z.string().min(1).default('media-edge.localhost'),
+  MEDIA_EDGE_SIP_USERNAME: z.string().min(1).default('web-caller'),
+  MEDIA_EDGE_SIP_PASSWORD: z.string().min(1).default('web-caller'),
+  MEDIA_EDGE_SIP_DIGEST: booleanFlag.default(false),
+  /** Comma-separated addresses advertised as ICE host candidates first (the public address in production). */
+  MEDIA_EDGE_RTC_HOST: z
+    .string()
+    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+    .optional(),
+  MEDIA_EDGE_RTC_PORT_MIN: port.optional(),
+  MEDIA_EDGE_RTC_PORT_MAX: port.optional(),
+  MEDIA_EDGE_MAX_CALLS_PER_SOCKET: z.coerce.number().int().positive().default(4),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type MediaEdgeConfig = z.infer<typeof mediaEdgeConfigSchema>;
+
+export function loadMediaEdgeConfig(env: NodeJS.ProcessEnv = process.env): MediaEdgeConfig {
+  const raw = Object.fromEntries(Object.keys(mediaEdgeConfigSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]));
+  const parsed = mediaEdgeConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message.replace(/^Invalid input: /, ''));
+  }
+  const config = parsed.data;
+  if ((config.MEDIA_EDGE_RTC_PORT_MIN === undefined) !== (config.MEDIA_EDGE_RTC_PORT_MAX === undefined)) {
+    throw new ConfigError('MEDIA_EDGE_RTC_PORT_MAX', 'must be set together with MEDIA_EDGE_RTC_PORT_MIN');
+  }
+  if (config.MEDIA_EDGE_RTC_PORT_MIN !== undefined && config.MEDIA_EDGE_RTC_PORT_MIN > config.MEDIA_EDGE_RTC_PORT_MAX!) {
+    throw new ConfigError('MEDIA_EDGE_RTC_PORT_MAX', 'must not be below MEDIA_EDGE_RTC_PORT_MIN');
+  }
+  return config;
+}
+
+/** The edge as configured by the environment, with admission through the service. */
+export function startConfiguredMediaEdge(config: MediaEdgeConfig, logger: Logger, onCall?: (call: EstablishedCall) => void): Promise<MediaEdge> {
+  return startMediaEdge({
+    wsUrl: config.MEDIA_EDGE_WS_URL,
+    listenHost: config.MEDIA_EDGE_LISTEN_HOST,
+    listenPort: config.MEDIA_EDGE_LISTEN_PORT,
+    admission: new ServiceCallAdmission({ apiUrl: config.API_URL, secret: config.MEDIA_EDGE_SECRET, logger }),
+    onCall,
+    logger,
+    maxCallsPerSocket: config.MEDIA_EDGE_MAX_CALLS_PER_SOCKET,
+    rtc: {
+      advertisedAddresses: config.MEDIA_EDGE_RTC_HOST,
+      ...(config.MEDIA_EDGE_RTC_PORT_MIN !== undefined ? { portRange: [config.MEDIA_EDGE_RTC_PORT_MIN, config.MEDIA_EDGE_RTC_PORT_MAX!] } : {}),
+    },
+    ...(config.MEDIA_EDGE_SIP_DIGEST
+      ? { digest: { username: config.MEDIA_EDGE_SIP_USERNAME, password: config.MEDIA_EDGE_SIP_PASSWORD, realm: config.MEDIA_EDGE_SIP_DOMAIN } }
+      : {}),
+  });
+}
+
+async function main(): Promise<void> {
+  const config = loadMediaEdgeConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const edge = await startConfiguredMediaEdge(config, logger);
+  process.stdout.write(`Media edge   ${edge.url}\n`);
+  const stop = () => {
+    edge.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : `Media edge start-up failed: ${(err as Error).stack ?? String(err)}`}\n`);
+    process.exit(1);
+  });
+}

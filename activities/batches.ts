@@ -1,13 +1,10 @@
 // Activities of the batch workflow (workflows/batchWorkflow.ts). One activity, the tick:
 // it is idempotent (docs/batches.md), so a retry after a lost result or a worker restart
 // never calls a contact twice.
-import { advanceBatch, installBatchIntakeNotifier, type BatchTick } from '../src/services/batches.js';
+import { advanceBatch, type BatchTick } from '../src/services/batchEngine.js';
 import type { ActivityDeps } from './index.js';
 
 export function createBatchActivities(deps: ActivityDeps) {
-  // The worker's process also adds contacts to lists (webhook automations; the API too when
-  // API and worker share a process, as with `npm start`): wake the batches of those lists.
-  installBatchIntakeNotifier(deps);
   return {
     /** One tick of a batch: learn ended calls, take in new list members, hand out calls, end when done. */
     async advanceBatch(input: { batchId: string; start: boolean }): Promise<BatchTick> {

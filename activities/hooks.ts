@@ -1,7 +1,7 @@
 // Activities of a webhook hook run (workflows/hookRunWorkflow.ts). Each is idempotent:
 // a retry after a lost result finds its work done instead of doing it twice.
 import type { MappedContact } from '../src/domain/hookAutomation.js';
-import { addHookContactToList, scheduleHookCall, type HookCallScheduled, type HookContactAdded } from '../src/services/hooks.js';
+import { addHookContactToList, scheduleHookCall, type HookCallScheduled, type HookContactAdded } from '../src/services/hookAutomations.js';
 import type { ActivityDeps } from './index.js';
 
 export function createHookActivities(deps: ActivityDeps) {

@@ -29,7 +29,8 @@ import { addPhoneNumber } from '../src/db/repositories/phoneNumbers.js';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { insertTeam } from '../src/db/repositories/teams.js';
 import { DEMO_SCRIPT } from '../src/domain/scripts/demoScript.js';
-import { advanceBatch, batchCallId, createBatch, showBatch, type BatchServiceDeps } from '../src/services/batches.js';
+import { advanceBatch, batchCallId } from '../src/services/batchEngine.js';
+import { createBatch, showBatch, type BatchServiceDeps } from '../src/services/batches.js';
 import { benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
 import { median, out } from './support/stats.js';
 

@@ -20,6 +20,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
+import { wakeListBatches } from '../src/services/batches.js';
 import { addToList } from '../src/services/lists.js';
 import { insertTeamWithKey, jsonRequester, startBenchApi, type BenchApi } from './support/api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, openBenchDatabase, undialledTemporalClient, runBenchmark } from './support/environment.js';
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
       const direct = await newList();
       const contacts = contactsOf(500, block++);
       started = performance.now();
-      await addToList(pool, adder.id, direct, { contacts });
+      await addToList({ pool, contactsAdded: wakeListBatches({ pool, temporal }) }, adder.id, direct, { contacts });
       timesDb.push(performance.now() - started);
     }
     process.stdout.write(`500 contacts per request, ${ADD_RUNS} requests each, end to end through HTTP:\n`);

@@ -11,8 +11,8 @@ import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
 import { ConfigError, loadConfig, type Config } from './config/index.js';
 import type { Pool } from './db/pool.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
-import { installBatchIntakeNotifier } from './services/batches.js';
 import { createLogger, type Logger } from './logging/logger.js';
+import type { ListContactsAddedListener } from './services/lists.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 
 export interface RunningApi {
@@ -30,13 +30,13 @@ export async function startApi(opts: {
   redis?: Redis;
   /** Default: built from config (createApp). */
   rateLimiter?: RateLimiter;
+  /** Default: wake the list's batches (createApp). */
+  listContactsAdded?: ListContactsAddedListener;
   port?: number;
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
-  // List additions made through this API wake the batches that use the list at once.
-  installBatchIntakeNotifier(opts);
   const app = createApp({ ...opts, keyUsage }, opts.routes);
   const server = http.createServer(app.callback());
   server.on('clientError', answerClientError);

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { createRateLimiter } from '../rateLimit/limiter.js';
+import { wakeListBatches } from '../services/batches.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
 import { requestContext } from './middleware/requestContext.js';
@@ -9,7 +10,11 @@ import { allRoutes } from './routes.js';
 
 /** The Koa application: request context, error mapping, then every declared route. */
 export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes()): Koa {
-  const deps: AppDeps = { ...input, rateLimiter: input.rateLimiter ?? createRateLimiter(input) };
+  const deps: AppDeps = {
+    ...input,
+    rateLimiter: input.rateLimiter ?? createRateLimiter(input),
+    listContactsAdded: input.listContactsAdded ?? wakeListBatches(input),
+  };
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   const router = new Router();

@@ -4,6 +4,7 @@ import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import type { RateLimiter } from '../rateLimit/limiter.js';
+import type { ListContactsAddedListener } from '../services/lists.js';
 import type { KeyUsageRecorder } from './middleware/keyUsage.js';
 
 /** What the API needs from the outside world; built once per process and injected. */
@@ -16,4 +17,6 @@ export interface AppDeps {
   keyUsage: KeyUsageRecorder;
   /** One per app, shared by every route; createApp builds it from config when absent. */
   rateLimiter?: RateLimiter;
+  /** Told after contacts join a list; createApp's default wakes the list's batches. */
+  listContactsAdded?: ListContactsAddedListener;
 }

@@ -1,30 +1,19 @@
 // Webhook hooks (docs/webhooks.md): accepting a request on
-// POST /api/v1/hooks/{token}, creating / listing / revoking hooks for the operator CLI, and
-// the automations a hook run performs.
-import { createHash, randomUUID } from 'node:crypto';
+// POST /api/v1/hooks/{token}, and creating / listing / revoking hooks for the operator CLI.
+// The automations a hook run performs are in hookAutomations.ts.
+import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { digestsEqual, hashSecret } from '../domain/apiKeys.js';
-import type { HookAutomation, MappedContact } from '../domain/hookAutomation.js';
+import type { HookAutomation } from '../domain/hookAutomation.js';
 import { webhookSignatureValid } from '../domain/hookSignature.js';
 import { generateHookToken, hookPath } from '../domain/hookTokens.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
-import { upsertContactByPhone } from '../db/repositories/contacts.js';
+import type { Pool, Queryable } from '../db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../db/repositories/hookDeliveries.js';
-import { addExistingContactsToList, lockLiveList } from '../db/repositories/lists.js';
 import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRecord } from '../db/repositories/hooks.js';
-import type { Logger } from '../logging/logger.js';
 import { HOOK_ID, TEAM_ID } from '../temporal/searchAttributes.js';
-import { scheduleCall, type CallServiceDeps } from './calls.js';
-import { invalid, notFound, unauthenticated, UseCaseError } from './errors.js';
-import { notifyListContactsAdded } from './lists.js';
-import {
-  HOOK_CALL_REJECTED_FAILURE,
-  HOOK_LIST_NOT_FOUND_FAILURE,
-  HOOK_RUN_WORKFLOW_TYPE,
-  hookRunWorkflowId,
-  type HookRunInput,
-} from '../../workflows/contracts.js';
+import { invalid, notFound, unauthenticated } from './errors.js';
+import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput } from '../../workflows/contracts.js';
 
 export const WEBHOOK_NOT_FOUND = 'Webhook not found';
 export const INVALID_WEBHOOK_SIGNATURE = 'Invalid webhook signature';
@@ -164,80 +153,4 @@ export async function listHooks(db: Queryable, teamId: string): Promise<HookSumm
 export async function revokeHookById(db: Queryable, hookId: string): Promise<HookSummary | undefined> {
   const hook = await revokeHook(db, hookId);
   return hook ? hookSummary(hook) : undefined;
-}
-
-/**
- * A UUID determined by `name` (SHA-256, shaped as an RFC 9562 version-8 UUID): the same
- * run always gets the same call id, so a retried activity never makes a second call.
- */
-export function deterministicUuid(name: string): string {
-  const bytes = createHash('sha256').update(name).digest().subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x80;
-  bytes[8] = (bytes[8] & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** The call a schedule_call run makes. */
-export const hookRunCallId = (runId: string) => deterministicUuid(`hook-run-call:${runId}`);
-
-export interface HookContactAdded {
-  contactId: string;
-  contactCreated: boolean;
-  /** False when the contact was already in the list. */
-  added: boolean;
-}
-
-/**
- * add_to_list: upserts the contact (fields sent overwrite stored ones, as create-phone-call
- * does) and adds it to the list, in one transaction that holds the list against a
- * concurrent delete, then tells the list's listeners (a batch's intake). Idempotent: a
- * retry finds the contact and the membership in place.
- */
-export async function addHookContactToList(
-  deps: { pool: Pool; logger?: Logger },
-  run: { teamId: string; listId: string; contact: MappedContact },
-): Promise<HookContactAdded> {
-  const result = await withTransaction(deps.pool, async (db) => {
-    if (!(await lockLiveList(db, run.teamId, run.listId))) {
-      throw new UseCaseError('not_found', `List ${run.listId} of this hook no longer exists; the contact was not added`, {}, HOOK_LIST_NOT_FOUND_FAILURE);
-    }
-    const { contact, created } = await upsertContactByPhone(db, run.teamId, run.contact);
-    const added = await addExistingContactsToList(db, run.teamId, run.listId, [contact.id]);
-    return { contactId: contact.id, contactCreated: created, addedContactIds: added.addedContactIds };
-  });
-  await notifyListContactsAdded({ teamId: run.teamId, listId: run.listId, contactIds: result.addedContactIds }, deps.logger);
-  return { contactId: result.contactId, contactCreated: result.contactCreated, added: result.addedContactIds.length > 0 };
-}
-
-export interface HookCallScheduled {
-  callId: string;
-  contactId: string;
-}
-
-/**
- * schedule_call: the create-phone-call path (scheduleCall: ownership checks, contact upsert,
- * call row, call workflow) with a call id derived from the run, so a retried activity
- * finds the same call instead of making a second one. A refusal of that path (script or
- * number no longer the team's) is permanent.
- */
-export async function scheduleHookCall(
-  deps: CallServiceDeps,
-  run: { runId: string; teamId: string; scriptId: string; fromNumber: string; contact: MappedContact },
-): Promise<HookCallScheduled> {
-  try {
-    const call = await scheduleCall(deps, {
-      teamId: run.teamId,
-      scriptId: run.scriptId,
-      fromNumber: run.fromNumber,
-      contact: run.contact,
-      callId: hookRunCallId(run.runId),
-    });
-    return { callId: call.callId, contactId: call.contactId };
-  } catch (err) {
-    if (err instanceof UseCaseError) {
-      throw new UseCaseError(err.kind, `The call could not be scheduled: ${err.message}`, {}, HOOK_CALL_REJECTED_FAILURE);
-    }
-    throw err;
-  }
 }

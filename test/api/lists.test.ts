@@ -1,16 +1,25 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { findContactByPhone } from '../../src/db/repositories/contacts.js';
-import { onListContactsAdded, type ListContactsAddedEvent } from '../../src/services/lists.js';
+import type { ListContactsAddedEvent, ListContactsAddedListener } from '../../src/services/lists.js';
 import type { TestApi, TestTeam } from '../support/app.js';
 import { requestAs, startContactsApiWithTeams, teamRowCounts, twoTeams, uniquePhone } from '../support/contactsApp.js';
 
 let app: TestApi;
 let teamA: TestTeam;
 let teamB: TestTeam;
+let listener: ListContactsAddedListener | undefined;
+
+/** Hears the app's list additions (its injected listener) until the returned function is called. */
+function onListContactsAdded(heard: ListContactsAddedListener): () => void {
+  listener = heard;
+  return () => {
+    listener = undefined;
+  };
+}
 
 before(async () => {
-  ({ app, teamA, teamB } = await startContactsApiWithTeams());
+  ({ app, teamA, teamB } = await startContactsApiWithTeams({ listContactsAdded: (event) => listener?.(event) }));
 });
 
 after(async () => {

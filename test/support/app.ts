@@ -14,6 +14,7 @@ import { insertScript } from '../../src/db/repositories/scripts.js';
 import { insertTeam } from '../../src/db/repositories/teams.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startApi, type RunningApi } from '../../src/server.js';
+import type { ListContactsAddedListener } from '../../src/services/lists.js';
 import type { RouteDefinition } from '../../src/api/route.js';
 import { toApiError } from '../../src/api/middleware/errorHandler.js';
 
@@ -54,11 +55,17 @@ export interface TestApi {
 }
 
 /** Starts the API on a free port over the test database and the given Temporal client. */
-export async function startTestApi(opts: { temporal: Client; redis?: Redis; config?: Partial<Record<keyof Config, string>>; routes?: RouteDefinition[] }): Promise<TestApi> {
+export async function startTestApi(opts: {
+  temporal: Client;
+  redis?: Redis;
+  config?: Partial<Record<keyof Config, string>>;
+  routes?: RouteDefinition[];
+  listContactsAdded?: ListContactsAddedListener;
+}): Promise<TestApi> {
   const pool = await testPool();
   const config = testConfig(opts.config);
   const logger = createLogger(config.LOG_LEVEL);
-  const api = await startApi({ config, pool, temporal: opts.temporal, logger, redis: opts.redis, port: 0, routes: opts.routes });
+  const api = await startApi({ config, pool, temporal: opts.temporal, logger, redis: opts.redis, port: 0, routes: opts.routes, listContactsAdded: opts.listContactsAdded });
   const url = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
   return {
     url,

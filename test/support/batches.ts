@@ -7,7 +7,7 @@ import { PROJECT_ROOT, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { Pool } from '../../src/db/pool.js';
 import { insertList } from '../../src/db/repositories/lists.js';
-import type { BatchServiceDeps } from '../../src/services/batches.js';
+import { wakeListBatches, type BatchServiceDeps } from '../../src/services/batches.js';
 import { addToList } from '../../src/services/lists.js';
 import { testConfig } from './app.js';
 
@@ -37,15 +37,16 @@ export function calleeNumbers(n: number, lastFour?: string): string[] {
 /** A new list of the team holding `n` new contacts (added through the lists service). */
 export async function listWithContacts(pool: Pool, teamId: string, n: number, lastFour?: string): Promise<{ listId: string; contactIds: string[] }> {
   const list = await insertList(pool, teamId, `batch list ${numberBlock}`);
-  const contactIds = await addContacts(pool, teamId, list.id, n, lastFour);
+  const contactIds = await addContacts({ pool }, teamId, list.id, n, lastFour);
   return { listId: list.id, contactIds };
 }
 
-/** Adds `n` new contacts to a list through the lists service (which wakes its batches). */
-export async function addContacts(pool: Pool, teamId: string, listId: string, n: number, lastFour?: string): Promise<string[]> {
+/** Adds `n` new contacts to a list through the lists service; given a Temporal client, it wakes the list's batches as the API does. */
+export async function addContacts(deps: { pool: Pool; temporal?: BatchServiceDeps['temporal'] }, teamId: string, listId: string, n: number, lastFour?: string): Promise<string[]> {
   if (n === 0) return [];
   const numbers = calleeNumbers(n, lastFour);
-  const result = await addToList(pool, teamId, listId, { contacts: numbers.map((phone_number, i) => ({ phone_number, first_name: `Callee${i}` })) });
+  const contactsAdded = deps.temporal ? wakeListBatches({ pool: deps.pool, temporal: deps.temporal }) : undefined;
+  const result = await addToList({ pool: deps.pool, contactsAdded }, teamId, listId, { contacts: numbers.map((phone_number, i) => ({ phone_number, first_name: `Callee${i}` })) });
   return result.contacts.map((c) => c.id);
 }
 

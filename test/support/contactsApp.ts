@@ -3,11 +3,12 @@
 // that a test can send as many requests as it needs from one key.
 import { Client, Connection } from '@temporalio/client';
 import type { Pool } from '../../src/db/pool.js';
+import type { ListContactsAddedListener } from '../../src/services/lists.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from './app.js';
 
-export async function startContactsApi(): Promise<TestApi> {
+export async function startContactsApi(opts: { listContactsAdded?: ListContactsAddedListener } = {}): Promise<TestApi> {
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:9' }) });
-  return startTestApi({ temporal, config: { RATE_LIMITS_ENABLED: 'false' } });
+  return startTestApi({ temporal, config: { RATE_LIMITS_ENABLED: 'false' }, listContactsAdded: opts.listContactsAdded });
 }
 
 export async function twoTeams(pool: Pool): Promise<[TestTeam, TestTeam]> {
@@ -15,8 +16,8 @@ export async function twoTeams(pool: Pool): Promise<[TestTeam, TestTeam]> {
 }
 
 /** The contacts API (startContactsApi) and two teams on it, A and B (twoTeams). */
-export async function startContactsApiWithTeams(): Promise<{ app: TestApi; teamA: TestTeam; teamB: TestTeam }> {
-  const app = await startContactsApi();
+export async function startContactsApiWithTeams(opts: Parameters<typeof startContactsApi>[0] = {}): Promise<{ app: TestApi; teamA: TestTeam; teamB: TestTeam }> {
+  const app = await startContactsApi(opts);
   const [teamA, teamB] = await twoTeams(app.pool);
   return { app, teamA, teamB };
 }

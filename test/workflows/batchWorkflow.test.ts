@@ -14,7 +14,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { batchCounts } from '../../src/db/repositories/batches.js';
 import { removeContactsFromList, softDeleteList, addExistingContactsToList } from '../../src/db/repositories/lists.js';
 import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
-import { advanceBatch, batchCallId, cancelBatch, createBatch, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
+import { advanceBatch, batchCallId } from '../../src/services/batchEngine.js';
+import { cancelBatch, createBatch, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
 import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { batchStateQuery, batchWorkflowId, type BatchWorkflowResult } from '../../workflows/contracts.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
@@ -102,7 +103,7 @@ describe('batch workflow', () => {
     const { listId, contactIds } = await listWithContacts(pool, team.teamId, 10);
     const batch = await startBatch(team, listId);
     await env.sleep(5_000);
-    const [first, second] = await Promise.all([addContacts(pool, team.teamId, listId, 3), addContacts(pool, team.teamId, listId, 5)]);
+    const [first, second] = await Promise.all([addContacts(deps, team.teamId, listId, 3), addContacts(deps, team.teamId, listId, 5)]);
     const later = [...first, ...second];
     // Adding members again, concurrently, makes no second call.
     await Promise.all([addExistingContactsToList(pool, team.teamId, listId, later), addExistingContactsToList(pool, team.teamId, listId, [...contactIds.slice(0, 3), ...later])]);
@@ -125,7 +126,7 @@ describe('batch workflow', () => {
       return progress.total - progress.pending;
     };
     await waitUntil(async () => (await handedOut()) === 1);
-    const added = await addContacts(pool, team.teamId, listId, 2);
+    const added = await addContacts(deps, team.teamId, listId, 2);
     // Real time, no time skipping: the batch's hour-long timer cannot have fired.
     await waitUntil(async () => (await handedOut()) === 3, 10_000);
     const perContact = await callsPerContact(pool, team.teamId);
@@ -296,7 +297,7 @@ describe('batch workflow', () => {
     for (let round = 0; round < 40 && status !== 'completed'; round += 1) {
       const ticks = await Promise.all(Array.from({ length: 6 }, () => advanceBatch(idle, batch.id, { start: true })));
       status = ticks[ticks.length - 1].status;
-      if (round === 2) await addContacts(pool, team.teamId, listId, 5);
+      if (round === 2) await addContacts(deps, team.teamId, listId, 5);
       await pool.query(`UPDATE calls SET status = 'completed', end_time = now() WHERE team_id = $1 AND status = 'scheduled'`, [team.teamId]);
     }
     assert.equal(status, 'completed');

@@ -147,7 +147,7 @@ export const listRoutes = [
               ? contacts.map((c, i) => normalizeContactInput(c, region, `contacts[${i}].`))
               : [contact ? normalizeContactInput(contact, region, 'contact.') : normalizeContactInput(single as ContactInput, region)],
           };
-      const result = await addToList(deps.pool, auth.teamId, params.list_id, input, ctx.state.log ?? deps.logger);
+      const result = await addToList({ pool: deps.pool, logger: ctx.state.log ?? deps.logger, contactsAdded: deps.listContactsAdded }, auth.teamId, params.list_id, input);
       const objectData = await objectDataForContacts(deps.pool, auth.teamId, result.contacts.map((c) => c.id));
       return {
         status: 201,

@@ -5,9 +5,13 @@
 // cached: every step first checks a cheap stamp and does nothing when it matches, so on
 // a warm machine the whole script is a few stat calls and one hash of package-lock.json.
 //
-//   node scripts/bootstrap.mjs          npm dependencies + Temporal CLI (skipped when TEMPORAL_ADDRESS is set)
-//   node scripts/bootstrap.mjs --test   also the Temporal CLI regardless, the Java time-skipping
-//                                       test server (+ its CDS archive) and redis-server
+//   node scripts/bootstrap.mjs          system packages of `npm start`, npm dependencies, Temporal CLI
+//                                       (skipped when TEMPORAL_ADDRESS is set)
+//   node scripts/bootstrap.mjs --test   system packages of `npm test`, also the Temporal CLI regardless
+//                                       and the Java time-skipping test server (+ its CDS archive)
+//
+// System packages (redis-server, chromium, the speech tools, maven, ...) are those of
+// scripts/systemTools.mjs: whatever is missing is apt-installed in one go as root.
 //
 // See docs/toolchain.md for what is installed where and what to do without Go, Maven or apt.
 import { spawn, spawnSync } from 'node:child_process';
@@ -20,6 +24,7 @@ import http2 from 'node:http2';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './freePort.mjs';
+import { missingPackages, toolsFor } from './systemTools.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOOLS = path.join(ROOT, '.tools');
@@ -381,25 +386,19 @@ function libJars() {
   }
 }
 
+/** java and mvn, which the system packages step installed when missing (when it could). */
 function ensureJavaAndMaven() {
-  let java = findJava();
-  let mvn = which('mvn');
+  const java = findJava();
+  const mvn = which('mvn');
   if (java && mvn) return { java, mvn };
   const missing = [!java && 'java (a JRE >= 11)', !mvn && 'mvn (Apache Maven)'].filter(Boolean).join(' and ');
-  if (!canApt()) {
-    throw new BootstrapError([
-      `The Temporal time-skipping test server needs ${missing}, which ${java || mvn ? 'is' : 'are'} not installed.`,
-      '  Debian/Ubuntu: sudo apt-get install -y maven default-jre-headless',
-      '  macOS:         brew install maven openjdk',
-      `  or put the jars of io.temporal:temporal-test-server (see ${path.relative(ROOT, TEST_SERVER_POM)}) into`,
-      `  ${TEST_SERVER_LIB} yourself, or point TEMPORAL_TEST_SERVER_EXECUTABLE at a native temporal-test-server binary.`,
-    ].join('\n'));
-  }
-  aptInstall([...(!mvn ? ['maven'] : []), ...(!java ? ['default-jre-headless'] : [])]);
-  java = findJava();
-  mvn = which('mvn');
-  if (!java || !mvn) throw new BootstrapError(`installed ${missing} with apt-get but still cannot find them on PATH`);
-  return { java, mvn };
+  throw new BootstrapError([
+    `The Temporal time-skipping test server needs ${missing}, which ${java || mvn ? 'is' : 'are'} not installed.`,
+    '  Debian/Ubuntu: sudo apt-get install -y maven default-jre-headless',
+    '  macOS:         brew install maven openjdk',
+    `  or put the jars of io.temporal:temporal-test-server (see ${path.relative(ROOT, TEST_SERVER_POM)}) into`,
+    `  ${TEST_SERVER_LIB} yourself, or point TEMPORAL_TEST_SERVER_EXECUTABLE at a native temporal-test-server binary.`,
+  ].join('\n'));
 }
 
 function ensureTestServerJars() {
@@ -511,37 +510,53 @@ async function ensureCdsArchive() {
   return 'unavailable';
 }
 
-// ---------------------------------------------------------------- redis-server
+// ---------------------------------------------------------------- system packages
 
-function ensureRedis() {
-  if (process.env.REDIS_BIN) {
-    if (!isExecutable(process.env.REDIS_BIN)) throw new BootstrapError(`REDIS_BIN=${process.env.REDIS_BIN} is not an executable file`);
-    return 'external';
+function toolPresent(tool) {
+  if (tool.file) return existsSync(tool.file);
+  if (tool.command === 'java') return Boolean(findJava());
+  return Boolean(which(tool.command));
+}
+
+/**
+ * The Debian packages of scripts/systemTools.mjs that this mode needs and that are missing,
+ * installed with one apt-get as root; otherwise a message naming them. On a warm machine
+ * this is a PATH lookup per tool.
+ */
+function ensureSystemPackages() {
+  const mode = TEST ? 'test' : 'start';
+  for (const variable of ['REDIS_BIN', 'CHROMIUM_PATH']) {
+    const value = process.env[variable];
+    if (value && !isExecutable(value)) throw new BootstrapError(`${variable}=${value} is not an executable file`);
   }
-  if (which('redis-server')) return 'cached';
+  const packages = missingPackages(mode, toolPresent);
+  if (packages.length === 0) return 'cached';
+  const missing = toolsFor(mode).filter((t) => packages.includes(t.package) && !toolPresent(t));
   if (!canApt()) {
+    const overrides = missing.filter((t) => t.override?.length).map((t) => `  or set ${t.override.join(' or ')} (instead of installing ${t.package})`);
     throw new BootstrapError([
-      'redis-server is not installed; the tests run a throwaway Redis. Install it:',
-      '  Debian/Ubuntu: sudo apt-get install -y redis-server',
-      '  macOS:         brew install redis',
-      '  or set REDIS_BIN to a redis-server binary.',
+      `\`npm ${TEST ? 'test' : 'start'}\` needs programs that are not installed: ${missing.map((t) => t.command ?? t.file).join(', ')}.`,
+      `  Debian/Ubuntu: sudo apt-get install -y --no-install-recommends ${packages.join(' ')}`,
+      '  (run as root with apt-get available, the bootstrap installs them itself)',
+      ...overrides,
     ].join('\n'));
   }
-  aptInstall(['redis-server']);
-  if (!which('redis-server')) throw new BootstrapError('apt-get installed redis-server but it is not on PATH');
-  return 'installed';
+  aptInstall(packages);
+  const still = toolsFor(mode).filter((t) => packages.includes(t.package) && !toolPresent(t));
+  if (still.length) throw new BootstrapError(`apt-get installed ${packages.join(' ')} but ${still.map((t) => t.command ?? t.file).join(', ')} still cannot be found`);
+  return `installed ${packages.join(' ')}`;
 }
 
 // ---------------------------------------------------------------- main
 
 async function main() {
   const results = {};
+  results.system = ensureSystemPackages();
   results.npm = ensureNpmDependencies();
   results.temporalCli = ensureTemporalCli();
   if (TEST) {
     results.testServer = ensureTestServerJars();
     results.cds = await ensureCdsArchive();
-    results.redis = ensureRedis();
   }
   releaseLock();
   const worked = Object.entries(results).filter(([, r]) => !String(r).startsWith('cached') && r !== 'external' && !String(r).startsWith('skipped'));

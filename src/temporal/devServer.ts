@@ -33,6 +33,7 @@ export async function startDevServer(opts: { cliPath: string; dataDir: string; p
     '--log-level', 'warn',
     ...Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
+  // spawns: temporal (the CLI the bootstrap builds, or TEMPORAL_CLI_PATH)
   const child: ChildProcess = spawn(opts.cliPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d: Buffer) => opts.logger.debug({ temporal: d.toString().trim() }, 'temporal dev server'));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

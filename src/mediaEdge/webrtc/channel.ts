@@ -96,9 +96,14 @@ export class WebRtcMediaChannel implements MediaChannel {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
+  /** performance.now() of the last RTP packet from the far end (or of the channel's start). */
+  lastReceivedAt = performance.now();
+
   /** An RTP packet from the far end (any order). */
   receive(packet: JitterBufferPacket): void {
-    if (!this.closeReason) this.jitter.push(packet);
+    if (this.closeReason) return;
+    this.lastReceivedAt = performance.now();
+    this.jitter.push(packet);
   }
 
   /** One 20 ms step: play one inbound frame, send at most one outbound frame. */
@@ -132,9 +137,14 @@ export class WebRtcMediaChannel implements MediaChannel {
           this.jitter.advance(Math.round((pcm.length * this.codec.clockRate) / 16_000));
           this.carry = concat(this.carry, pcm);
         } else {
-          if (payload) this.stats.undecodable++;
+          if (payload) {
+            // Undecodable: its time is used up all the same.
+            this.stats.undecodable++;
+            this.jitter.advance(this.codec.frameTicks);
+          } else {
+            this.jitter.conceal(this.codec.frameTicks);
+          }
           this.stats.concealedFrames++;
-          this.jitter.advance(this.codec.frameTicks);
           this.carry = concat(this.carry, new Int16Array(FRAME_SAMPLES));
         }
       }

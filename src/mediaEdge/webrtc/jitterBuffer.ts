@@ -7,6 +7,9 @@
  * - Playout starts `depth` behind the first packet's timestamp, so packets up to `depth` late
  *   (60 ms by default, three 20 ms frames) still arrive in time; they are played in timestamp
  *   order whatever order they came in.
+ * - A missing packet is concealed (the caller plays silence) and skipped when later packets
+ *   are waiting; when none are (the sender is late or has paused), the playout point holds
+ *   instead, so a sender clock slightly slower than ours does not turn into late packets.
  * - A packet whose time has passed is dropped as late; a second copy of a timestamp as a
  *   duplicate.
  * - Latency is capped: when more than `maxDepth` is buffered (a burst after a network stall, or
@@ -41,6 +44,10 @@ export interface JitterBufferStats {
   duplicate: number;
   /** Skipped to cap the latency. */
   skipped: number;
+  /** Frames of silence played while later packets waited: the initial depth, and packets lost or later than the depth. */
+  concealed: number;
+  /** Frames played as silence with nothing buffered (the far end late or not sending). */
+  underruns: number;
   /** Gaps in the sequence numbers. */
   lost: number;
   resyncs: number;
@@ -71,7 +78,7 @@ export class JitterBuffer {
   private lastExtended = 0;
   private lastRaw = 0;
   private lastSequence: number | undefined;
-  readonly stats: JitterBufferStats = { received: 0, played: 0, late: 0, duplicate: 0, skipped: 0, lost: 0, resyncs: 0 };
+  readonly stats: JitterBufferStats = { received: 0, played: 0, late: 0, duplicate: 0, skipped: 0, concealed: 0, underruns: 0, lost: 0, resyncs: 0 };
 
   constructor(private readonly options: JitterBufferOptions) {
     const ticksPerMs = options.clockRate / 1000;
@@ -146,9 +153,25 @@ export class JitterBuffer {
     return undefined;
   }
 
-  /** Moves the playout point on by `ticks` (what was just played or concealed). */
+  /** Moves the playout point on by `ticks`: what was just played. */
   advance(ticks: number): void {
     if (this.playout !== undefined) this.playout += ticks;
+  }
+
+  /**
+   * Nothing was due and the caller played `ticks` of silence. With later packets waiting, the
+   * due one is lost: move on. With none, the far end is late or silent (a sender clock a little
+   * slower than ours, a pause in sending): hold the playout point, so the next packet plays when
+   * it comes instead of arriving late; the latency cap trims the delay this adds.
+   */
+  conceal(ticks: number): void {
+    if (this.playout === undefined) return;
+    if (this.packets.length > 0) {
+      this.playout += ticks;
+      this.stats.concealed++;
+    } else {
+      this.stats.underruns++;
+    }
   }
 
   private restart(packet: JitterBufferPacket): PushResult {

@@ -25,6 +25,8 @@ export interface WebRtcOptions {
   jitterDepthMs?: number;
   /** ICE and DTLS must complete within this after the answer (default 15 s). */
   connectTimeoutMs?: number;
+  /** No RTP from the browser for this long counts as lost media (default 15 s; browsers send even when muted). */
+  mediaTimeoutMs?: number;
   /** How long a disconnected ICE may take to recover before the media counts as lost (default 10 s). */
   disconnectGraceMs?: number;
   /** Candidate gathering is cut off after this (default 3 s). */
@@ -80,9 +82,11 @@ export class WebRtcCall {
     this.connected.catch(() => undefined);
     void this.media.closed.then(() => audioCodec.close());
 
-    transceiver.receiver.track.onReceiveRtp.subscribe((rtp) => {
+    const receive = (rtp: RtpPacket) =>
       this.media.receive({ sequenceNumber: rtp.header.sequenceNumber, timestamp: rtp.header.timestamp, ssrc: rtp.header.ssrc, payload: rtp.payload });
-    });
+    for (const track of transceiver.receiver.tracks) track.onReceiveRtp.subscribe(receive);
+    // A track the browser adds later (a new SSRC) plays into the same channel.
+    pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe(receive));
     pc.connectionStateChange.subscribe((state) => this.onConnectionState(state, options));
     this.connectTimer = setTimeout(() => {
       this.failConnect(new Error('ICE/DTLS did not connect in time'));
@@ -125,7 +129,19 @@ export class WebRtcCall {
         clearTimeout(this.connectTimer);
         clearTimeout(this.disconnectTimer);
         this.disconnectTimer = undefined;
-        if (!this.stopTicks) this.stopTicks = this.clock.subscribe(() => this.media.tick());
+        if (!this.stopTicks) {
+          const timeoutMs = options.mediaTimeoutMs ?? 15_000;
+          this.media.lastReceivedAt = performance.now();
+          let ticks = 0;
+          this.stopTicks = this.clock.subscribe(() => {
+            this.media.tick();
+            // Once a second: has the browser gone quiet on the wire (gone without a word)?
+            if (++ticks % 50 === 0 && performance.now() - this.media.lastReceivedAt > timeoutMs) {
+              this.logger.warn({ timeoutMs }, 'no RTP from the browser: media lost');
+              void this.close('media_lost');
+            }
+          });
+        }
         this.markConnected();
         this.logger.info({ codec: this.codec }, 'media connected');
         break;

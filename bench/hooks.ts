@@ -25,6 +25,7 @@ import { claimHookDelivery, markHookDeliveryStarted } from '../src/db/repositori
 import { insertTeam } from '../src/db/repositories/teams.js';
 import { signWebhookBody, webhookSignatureValid } from '../src/domain/hookSignature.js';
 import { authenticateHookToken, createHook } from '../src/services/hooks.js';
+import { startWorkflowOnce } from '../src/temporal/startOnce.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId } from '../workflows/contracts.js';
 import { startBenchApi, type BenchApi } from './support/api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, startBenchPostgres, runBenchmark } from './support/environment.js';
@@ -114,11 +115,10 @@ async function stageCosts(pool: Pool, temporal: Client, hook: { id: string; toke
       await markHookDeliveryStarted(pool, hook.id, `stage-${runId}`, runId);
     });
     await time('start', () =>
-      temporal.workflow.start(HOOK_RUN_WORKFLOW_TYPE, {
+      startWorkflowOnce(temporal, HOOK_RUN_WORKFLOW_TYPE, {
         taskQueue: 'bench-hooks',
         workflowId: hookRunWorkflowId(runId),
         args: [{ runId, hookId: hook.id, teamId: hook.teamId, automation: { kind: 'none' }, body: JSON.parse(body.toString()), phoneRegion: 'US', deliveryId: null, receivedAt: new Date().toISOString() }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
       }),
     );

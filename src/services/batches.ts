@@ -4,7 +4,7 @@
  * what operators ask of a batch (create, show, list, pause, resume, cancel) and what the
  * API needs when a list grows; the ticks the batch workflow runs are in batchEngine.ts.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { withTransaction } from '../db/pool.js';
 import {
@@ -27,6 +27,7 @@ import { findTeamScript } from '../db/repositories/scripts.js';
 import { findTeam } from '../db/repositories/teams.js';
 import { normalizePhoneNumber } from '../domain/phone.js';
 import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../temporal/searchAttributes.js';
+import { startWorkflowOnce } from '../temporal/startOnce.js';
 import {
   BATCH_WORKFLOW_TYPE,
   batchWakeSignal,
@@ -108,24 +109,18 @@ export async function startBatchWorkflow(deps: Pick<BatchServiceDeps, 'temporal'
     maxTicksPerRun: options.maxTicksPerRun,
     maxCallsPerRun: options.maxCallsPerRun,
   };
-  try {
-    await deps.temporal.workflow.start(BATCH_WORKFLOW_TYPE, {
-      workflowId: batchWorkflowId(batch.id),
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [input],
-      // One running workflow per batch; a new run only after the previous one closed.
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      typedSearchAttributes: [
-        { key: TEAM_ID, value: batch.team_id },
-        { key: BATCH_ID, value: batch.id },
-        { key: BATCH_STATUS, value: batch.status },
-      ],
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
+  await startWorkflowOnce(deps.temporal, BATCH_WORKFLOW_TYPE, {
+    workflowId: batchWorkflowId(batch.id),
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    // One running workflow per batch; a new run only after the previous one closed.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    typedSearchAttributes: [
+      { key: TEAM_ID, value: batch.team_id },
+      { key: BATCH_ID, value: batch.id },
+      { key: BATCH_STATUS, value: batch.status },
+    ],
+  });
 }
 
 /** Tells the batch's workflow to look now (best effort: it also looks every poll interval). */

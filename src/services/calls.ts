@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { withTransaction, type Pool } from '../db/pool.js';
@@ -31,6 +31,7 @@ import { findTeamScript } from '../db/repositories/scripts.js';
 import { isRetryable, type CallType } from '../domain/calls.js';
 import type { Logger } from '../logging/logger.js';
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../temporal/searchAttributes.js';
+import { startWorkflowOnce } from '../temporal/startOnce.js';
 import {
   CALL_WORKFLOW_TYPE,
   callWorkflowId,
@@ -158,26 +159,20 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
     type: call.type as CallWorkflowInput['type'],
     scheduledTime: call.scheduled_time.toISOString(),
   };
-  try {
-    await deps.temporal.workflow.start(CALL_WORKFLOW_TYPE, {
-      workflowId: callWorkflowId(call.id),
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [input],
-      // One workflow per call id, ever: a duplicate start joins the running one, and a
-      // closed call's id is never run again.
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      typedSearchAttributes: [
-        { key: TEAM_ID, value: call.team_id },
-        { key: CALL_ID, value: call.id },
-        { key: CALL_STATUS, value: call.status },
-        { key: CALL_TYPE, value: call.type },
-      ],
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
+  await startWorkflowOnce(deps.temporal, CALL_WORKFLOW_TYPE, {
+    workflowId: callWorkflowId(call.id),
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    // One workflow per call id, ever: a duplicate start joins the running one, and a
+    // closed call's id is never run again.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: TEAM_ID, value: call.team_id },
+      { key: CALL_ID, value: call.id },
+      { key: CALL_STATUS, value: call.status },
+      { key: CALL_TYPE, value: call.type },
+    ],
+  });
 }
 
 /** cancel-call: scheduled → cancelled (a conflict naming the status otherwise), then tells the workflow. */
@@ -292,16 +287,10 @@ export async function reconcileCalls(
 
 /** Starts the reconciler singleton unless it runs already (called at worker start-up). */
 export async function ensureCallsReconciler(deps: Pick<CallServiceDeps, 'temporal' | 'config'>): Promise<void> {
-  try {
-    await deps.temporal.workflow.start(CALLS_RECONCILER_WORKFLOW_TYPE, {
-      workflowId: CALLS_RECONCILER_WORKFLOW_ID,
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [{}],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
+  await startWorkflowOnce(deps.temporal, CALLS_RECONCILER_WORKFLOW_TYPE, {
+    workflowId: CALLS_RECONCILER_WORKFLOW_ID,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [{}],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+  });
 }

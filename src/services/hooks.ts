@@ -2,7 +2,7 @@
 // POST /api/v1/hooks/{token}, and creating / listing / revoking hooks for the operator CLI.
 // The automations a hook run performs are in hookAutomations.ts.
 import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { digestsEqual, hashSecret } from '../domain/apiKeys.js';
 import type { HookAutomation } from '../domain/hookAutomation.js';
@@ -12,6 +12,7 @@ import type { Pool, Queryable } from '../db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../db/repositories/hookDeliveries.js';
 import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRecord } from '../db/repositories/hooks.js';
 import { HOOK_ID, TEAM_ID } from '../temporal/searchAttributes.js';
+import { startWorkflowOnce } from '../temporal/startOnce.js';
 import { invalid, notFound, unauthenticated } from './errors.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput } from '../../workflows/contracts.js';
 
@@ -90,22 +91,17 @@ export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequ
     deliveryId: request.deliveryId ?? null,
     receivedAt: new Date().toISOString(),
   };
-  try {
-    await deps.temporal.workflow.start(HOOK_RUN_WORKFLOW_TYPE, {
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      workflowId: hookRunWorkflowId(runId),
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: HOOK_ID, value: hook.id },
-        { key: TEAM_ID, value: hook.team_id },
-      ],
-    });
-  } catch (err) {
-    // The run already finished: this is a duplicate delivery and must not run again.
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
+  await startWorkflowOnce(deps.temporal, HOOK_RUN_WORKFLOW_TYPE, {
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    workflowId: hookRunWorkflowId(runId),
+    args: [input],
+    // A run that already finished is a duplicate delivery and must not run again.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: HOOK_ID, value: hook.id },
+      { key: TEAM_ID, value: hook.team_id },
+    ],
+  });
   if (request.deliveryId !== undefined) await markHookDeliveryStarted(deps.pool, hook.id, request.deliveryId, runId);
   return { runId, duplicate, hookId: hook.id };
 }

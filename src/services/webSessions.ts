@@ -8,7 +8,7 @@
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { webCallingConfigured, type Config } from '../config/index.js';
 import { withTransaction, type Pool } from '../db/pool.js';
@@ -20,6 +20,7 @@ import { findWebSessionById, findWebSessionByTokenHash, insertWebSession, markWe
 import { hashSecret } from '../domain/apiKeys.js';
 import type { Logger } from '../logging/logger.js';
 import { TEAM_ID, WEB_SESSION_ID } from '../temporal/searchAttributes.js';
+import { startWorkflowOnce } from '../temporal/startOnce.js';
 import {
   redeemWebSessionUpdate,
   webSessionWorkflowId,
@@ -236,23 +237,17 @@ export async function createWebSession(deps: WebSessionServiceDeps, input: Creat
 
 /** Starts `web-session-<id>`; a second start of the same session joins the running one. */
 export async function startWebSessionWorkflow(deps: Pick<WebSessionServiceDeps, 'temporal' | 'config'>, input: WebSessionWorkflowInput): Promise<void> {
-  try {
-    await deps.temporal.workflow.start(WEB_SESSION_WORKFLOW_TYPE, {
-      workflowId: webSessionWorkflowId(input.sessionId),
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [input],
-      // One workflow per session id, ever: a closed session is never minted again.
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      typedSearchAttributes: [
-        { key: WEB_SESSION_ID, value: input.sessionId },
-        { key: TEAM_ID, value: input.teamId },
-      ],
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
+  await startWorkflowOnce(deps.temporal, WEB_SESSION_WORKFLOW_TYPE, {
+    workflowId: webSessionWorkflowId(input.sessionId),
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    // One workflow per session id, ever: a closed session is never minted again.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: WEB_SESSION_ID, value: input.sessionId },
+      { key: TEAM_ID, value: input.teamId },
+    ],
+  });
 }
 
 /** The ApplicationFailure type behind a failed Update, if any. */

@@ -23,6 +23,8 @@ import { objectiveNames } from '../src/domain/scripts/steps.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
 import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';
+import { createRecordingStore, recordingKey } from '../src/recordings/index.js';
+import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
@@ -52,7 +54,18 @@ function notFound(what: string): ApplicationFailure {
 export function createCallActivities(deps: ActivityDeps) {
   const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
   const analyser = deps.callAnalyser ?? createCallAnalyser();
+  const recordings = deps.recordings ?? createRecordingStore(deps.config);
   const wake = (teamId: string) => wakeSlotWaiters({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, teamId);
+
+  /** recording_url: GET /api/v1/recordings/{call_id} when the call has a recording, else null. */
+  async function recordingUrlOf(call: CallRecord): Promise<string | null> {
+    // A simulated call has no audio: an answered one is spoken from its transcript when first read.
+    if (call.provider === 'simulator') return call.conversation.length > 0 ? recordingUrl(deps.config, call.id) : null;
+    // Only a call that connected can have been recorded.
+    if (!call.actual_time) return null;
+    const found = await awaitRecording(recordings, recordingKey(call.team_id, call.id), RECORDING_WAIT_MS);
+    return found ? recordingUrl(deps.config, call.id) : null;
+  }
 
   async function requireCall(callId: string): Promise<CallRecord> {
     const call = await findCallById(deps.pool, callId);
@@ -175,7 +188,7 @@ export function createCallActivities(deps: ActivityDeps) {
         objectives,
         contact: contact ?? {},
         scriptName: script?.name ?? '',
-        recordingUrl: call.conversation.length > 0 && call.provider_call_id ? recordingUrlFor(call) : null,
+        recordingUrl: await recordingUrlOf(call),
       });
       await saveCallAnalysis(deps.pool, call.id, analysis);
     },
@@ -187,9 +200,10 @@ export function createCallActivities(deps: ActivityDeps) {
   };
 }
 
-/** Where the provider keeps the call's recording. */
-function recordingUrlFor(call: CallRecord): string {
-  return call.provider === 'simulator' ? `https://recordings.simulator.invalid/${call.id}.wav` : `recording://${call.provider}/${call.provider_call_id}`;
-}
+/**
+ * How long analysis looks again for a recording the media edge is still writing (it writes
+ * when the call ends; analysis runs 3 s later): after 0.25, 0.75 and 1.75 s more.
+ */
+const RECORDING_WAIT_MS = [250, 500, 1000];
 
 export type CallActivities = ReturnType<typeof createCallActivities>;

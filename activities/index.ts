@@ -20,6 +20,7 @@ import { createScriptActivities } from './scripts.js';
 import { createBatchActivities } from './batches.js';
 import type { VoiceProvider } from '../src/telephony/index.js';
 import type { CallAnalyser } from '../src/analysis/index.js';
+import type { RecordingStore } from '../src/recordings/index.js';
 
 /** What activities may touch; injected so tests can hand in their own. */
 export interface ActivityDeps {
@@ -31,6 +32,8 @@ export interface ActivityDeps {
   voiceProvider?: VoiceProvider;
   /** Default: the built-in deterministic analyser. */
   callAnalyser?: CallAnalyser;
+  /** Where the media edge stores recordings; default the store RECORDINGS_STORE names. */
+  recordings?: RecordingStore;
 }
 
 /** The ApplicationFailure type of each kind of use-case error. */

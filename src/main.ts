@@ -1,8 +1,9 @@
 // `npm start`: everything on one machine. Postgres (embedded unless DATABASE_URL), a
 // Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker and the API.
-import { loadConfig, ConfigError } from './config/index.js';
+import { loadConfig, ConfigError, recordingsDir } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
+import { createRecordingStore } from './recordings/index.js';
 import { startApi } from './server.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
@@ -10,6 +11,8 @@ import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
 process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
 process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
+// Recording links (docs/media-edge.md, "Recordings") work locally too; unset in production = links answer 500.
+process.env.RECORDING_LINK_SECRET ??= 'local-recording-link-secret-change-me';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -19,8 +22,10 @@ async function main(): Promise<void> {
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
 
-  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client });
-  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
+  // One recording store for both: analysis asks it what the API serves.
+  const recordings = createRecordingStore(config);
+  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings });
+  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings });
 
   const base = `http://127.0.0.1:${api.port}`;
   process.stdout.write(
@@ -31,6 +36,7 @@ async function main(): Promise<void> {
       `API docs     ${base}/api/v1/docs`,
       `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
       `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
+      `Recordings   ${config.RECORDINGS_STORE === 's3' ? `S3 bucket ${config.S3_BUCKET}` : recordingsDir(config)}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),

@@ -14,6 +14,7 @@ import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
+import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
 
 export interface RunningApi {
   port: number;
@@ -32,6 +33,10 @@ export async function startApi(opts: {
   rateLimiter?: RateLimiter;
   /** Default: wake the list's batches (createApp). */
   listContactsAdded?: ListContactsAddedListener;
+  /** Default: the store RECORDINGS_STORE names (createApp). */
+  recordings?: RecordingStore;
+  /** Default: text2wave (simulated calls' recordings). */
+  speech?: SpeechSynthesis;
   port?: number;
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { createRateLimiter } from '../rateLimit/limiter.js';
+import { createRecordingStore } from '../recordings/index.js';
 import { wakeListBatches } from '../services/batches.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
@@ -14,6 +15,7 @@ export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes(
     ...input,
     rateLimiter: input.rateLimiter ?? createRateLimiter(input),
     listContactsAdded: input.listContactsAdded ?? wakeListBatches(input),
+    recordings: input.recordings ?? createRecordingStore(input.config),
   };
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;

@@ -4,6 +4,7 @@ import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import type { RateLimiter } from '../rateLimit/limiter.js';
+import type { RecordingStore, SpeechSynthesis } from '../recordings/index.js';
 import type { ListContactsAddedListener } from '../services/lists.js';
 import type { KeyUsageRecorder } from './middleware/keyUsage.js';
 
@@ -19,4 +20,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter;
   /** Told after contacts join a list; createApp's default wakes the list's batches. */
   listContactsAdded?: ListContactsAddedListener;
+  /** Where recordings are read; createApp builds the store RECORDINGS_STORE names when absent. */
+  recordings?: RecordingStore;
+  /** Speaks simulated calls' transcripts into their recordings; default text2wave. */
+  speech?: SpeechSynthesis;
 }

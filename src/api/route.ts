@@ -1,5 +1,6 @@
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context, Middleware } from 'koa';
+import type { Readable } from 'node:stream';
 import type { ZodType } from 'zod';
 import { validationError } from './errors.js';
 import type { AppDeps } from './deps.js';
@@ -36,8 +37,8 @@ export interface RouteRequest<P, Q, B> {
 
 export interface RouteResult {
   status?: number;
-  /** JSON; a string or Buffer only on routes that answer a file (their Content-Type in headers). */
-  body: Record<string, unknown> | string | Buffer;
+  /** JSON; a string, Buffer or stream only on routes that answer a file (their Content-Type in headers). */
+  body: Record<string, unknown> | string | Buffer | Readable;
   headers?: Record<string, string>;
 }
 

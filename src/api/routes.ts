@@ -9,9 +9,10 @@ import { webCallRoutes } from './web-calls/routes.js';
 import { internalRoutes } from './internal/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { docsRoutes } from './docs/routes.js';
+import { recordingRoutes } from './recordings/routes.js';
 import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
 }

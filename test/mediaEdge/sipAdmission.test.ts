@@ -91,7 +91,7 @@ test('a call token is the HMAC the service issues for X-Call-Id; a forged, mispl
   const good = await admission().admit(invite({ 'X-Call-Id': CALL_ID, 'X-Call-Token': webCallToken(SECRET, CALL_ID) }));
   assert.deepEqual(good, { callId: CALL_ID, credential: 'call_token' });
   const otherCall = '1b7c2a4e-3f1d-4c9e-8a6b-5d4e3f2a1b0c';
-  const refusals = [
+  const refusals: Record<string, string>[] = [
     { 'X-Call-Id': otherCall, 'X-Call-Token': webCallToken(SECRET, CALL_ID) },
     { 'X-Call-Id': CALL_ID, 'X-Call-Token': webCallToken('another-secret-0123456789', CALL_ID) },
     { 'X-Call-Id': CALL_ID, 'X-Call-Token': 'x' },

@@ -1,7 +1,7 @@
 // The web-call example end to end in headless Chromium (Debian's /usr/bin/chromium driven
 // by playwright-core, fake microphone): the example server (examples/web-call/server.ts)
 // in front of the real API and worker, and the SIP-over-WebSocket test endpoint
-// (examples/web-call/sipTestEndpoint.ts) as the media edge, which records the INVITE and
+// (test/support/sipTestEndpoint.ts) as the media edge, which records the INVITE and
 // redeems its token like the real media edge would.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -11,7 +11,7 @@ import type { Worker } from '@temporalio/worker';
 import { chromium, type Browser } from 'playwright-core';
 import { countTeamWebSessions } from '../../src/db/repositories/webSessions.js';
 import { startExampleServer, type ExampleServer } from '../../examples/web-call/server.js';
-import { sipHeader, startSipTestEndpoint, type SipTestEndpoint } from '../../examples/web-call/sipTestEndpoint.js';
+import { sipHeader, startSipTestEndpoint, type SipTestEndpoint } from '../support/sipTestEndpoint.js';
 import { createTestTeam, startTestApi, type TestApi, type TestResponse, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, createCallWorker } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';

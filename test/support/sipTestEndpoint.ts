@@ -1,18 +1,9 @@
-// A small SIP-over-WebSocket test endpoint (RFC 7118) standing in for the media edge: it
-// accepts the `sip` subprotocol, records every SIP request a browser sends (above all the
-// INVITE with its headers and SDP), answers 100 Trying and then a final response, and can
-// act on the INVITE first (e.g. redeem its X-Session-Token like the real media edge). It
-// carries no media.
-//
-//   npx tsx examples/web-call/sipTestEndpoint.ts
-//
-// listens on ws://127.0.0.1:5070/ws, the local default of MEDIA_EDGE_WS_URL under
-// `npm start`. With API_URL and MEDIA_EDGE_SECRET set it redeems each INVITE's session
-// token through POST /internal/v1/web-sessions/redeem and logs the call it created.
-// Knobs: SIP_TEST_PORT (5070), SIP_TEST_HOST (127.0.0.1), SIP_TEST_PATH (/ws).
+// A recording SIP-over-WebSocket endpoint (subprotocol `sip`) for tests that look at what a
+// browser sends rather than at a call: it records every SIP request (above all the INVITE
+// with its headers and SDP), answers 100 Trying and then a final response (480 unless told
+// otherwise, after an optional action such as redeeming the INVITE's token). No media.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { pathToFileURL } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 export interface SipRequest {
@@ -153,36 +144,4 @@ export async function startSipTestEndpoint(opts: SipTestEndpointOptions = {}): P
         server.close(() => resolve());
       }),
   };
-}
-
-/** Standalone: a local stand-in for the media edge (see the header comment). */
-async function main(): Promise<void> {
-  const apiUrl = process.env.API_URL;
-  const secret = process.env.MEDIA_EDGE_SECRET;
-  const endpoint = await startSipTestEndpoint({
-    port: Number(process.env.SIP_TEST_PORT ?? 5070),
-    host: process.env.SIP_TEST_HOST ?? '127.0.0.1',
-    path: process.env.SIP_TEST_PATH ?? '/ws',
-    onInvite: async (invite) => {
-      process.stdout.write(`INVITE ${invite.requestUri}\n${invite.headers.map(([n, v]) => `  ${n}: ${v}`).join('\n')}\n`);
-      const token = sipHeader(invite, 'X-Session-Token');
-      if (!apiUrl || !secret || !token) return { status: 480, reason: 'Temporarily Unavailable' };
-      const res = await fetch(`${apiUrl}/internal/v1/web-sessions/redeem`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ session_token: token }),
-      });
-      process.stdout.write(`redeem → ${res.status} ${await res.text()}\n`);
-      // No media here: decline after redeeming; the call waits for `answered` and ends not_connected.
-      return res.status === 201 ? { status: 480, reason: 'Temporarily Unavailable' } : { status: 403, reason: 'Forbidden' };
-    },
-  });
-  process.stdout.write(`SIP test endpoint on ${endpoint.url}\n`);
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((err) => {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(1);
-  });
 }

@@ -12,7 +12,6 @@
  *      outstanding; contacts no longer on the list, or without a number, are skipped;
  *   6. nothing pending, nothing calling and the list read to its end: completed.
  */
-import { createHash } from 'node:crypto';
 import { withTransaction } from '../db/pool.js';
 import {
   ACTIVE_BATCH_STATUSES,
@@ -31,6 +30,7 @@ import {
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { findTeam } from '../db/repositories/teams.js';
+import { nameBasedUuid } from '../domain/ids.js';
 import type { BatchProgress } from '../../workflows/contracts.js';
 import { cancelWaitingCalls, readProgress, type BatchServiceDeps } from './batches.js';
 import { scheduleCall } from './calls.js';
@@ -49,13 +49,7 @@ const BATCH_CALL_NAMESPACE = Buffer.from('6f0d5b3c8a4e4f1b9c2d7e8f9a0b1c2d', 'he
  * The call id of a contact's call in a batch: a UUID v5 of (batch id, contact id), so every
  * attempt to schedule that call, in any tick, run or worker, names the same call.
  */
-export function batchCallId(batchId: string, contactId: string): string {
-  const hash = createHash('sha1').update(BATCH_CALL_NAMESPACE).update(`${batchId}:${contactId}`).digest();
-  hash[6] = (hash[6] & 0x0f) | 0x50;
-  hash[8] = (hash[8] & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+export const batchCallId = (batchId: string, contactId: string): string => nameBasedUuid(`${batchId}:${contactId}`, BATCH_CALL_NAMESPACE);
 
 const isActive = (status: BatchStatus) => ACTIVE_BATCH_STATUSES.includes(status);
 

@@ -1,8 +1,8 @@
 // The automations of a webhook hook run (docs/webhooks.md), run by the worker's hook-run
 // activities: schedule_call and add_to_list. Each is idempotent, and each refusal is a
 // use-case error whose code names the run's failure type.
-import { createHash } from 'node:crypto';
 import type { MappedContact } from '../domain/hookAutomation.js';
+import { nameBasedUuid } from '../domain/ids.js';
 import { withTransaction } from '../db/pool.js';
 import { upsertContactByPhone } from '../db/repositories/contacts.js';
 import { addExistingContactsToList, lockLiveList } from '../db/repositories/lists.js';
@@ -12,20 +12,8 @@ import { scheduleCall, type CallServiceDeps } from './calls.js';
 import { UseCaseError } from './errors.js';
 import { notifyListContactsAdded } from './lists.js';
 
-/**
- * A UUID determined by `name` (SHA-256, shaped as an RFC 9562 version-8 UUID): the same
- * run always gets the same call id, so a retried activity never makes a second call.
- */
-export function deterministicUuid(name: string): string {
-  const bytes = createHash('sha256').update(name).digest().subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x80;
-  bytes[8] = (bytes[8] & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** The call a schedule_call run makes. */
-export const hookRunCallId = (runId: string) => deterministicUuid(`hook-run-call:${runId}`);
+/** The call a schedule_call run makes: the same run always gets the same call id, so a retried activity never makes a second call. */
+export const hookRunCallId = (runId: string) => nameBasedUuid(`hook-run-call:${runId}`);
 
 export interface HookContactAdded {
   contactId: string;

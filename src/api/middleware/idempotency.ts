@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context, Middleware } from 'koa';
 import type { Pool } from '../../db/pool.js';
+import { nameBasedUuid } from '../../domain/ids.js';
 import {
   findIdempotencyKey,
   pruneExpiredIdempotencyKeys,
@@ -63,13 +64,7 @@ export function idempotencyApplies(route: Pick<RouteDefinition, 'auth' | 'method
  * record, hence a new id.
  */
 export function deriveIdempotentId(ref: IdempotencyKeyRef, recordCreatedAt: Date, purpose?: string): string {
-  const digest = createHash('sha256')
-    .update(JSON.stringify(['idempotency', ref.teamId, ref.endpoint, ref.key, recordCreatedAt.getTime(), purpose ?? null]))
-    .digest();
-  digest[6] = (digest[6] & 0x0f) | 0x80;
-  digest[8] = (digest[8] & 0x3f) | 0x80;
-  const hex = digest.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+  return nameBasedUuid(JSON.stringify(['idempotency', ref.teamId, ref.endpoint, ref.key, recordCreatedAt.getTime(), purpose ?? null]));
 }
 
 /**

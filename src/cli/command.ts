@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
+import { isUuid } from '../domain/ids.js';
 
 /** Raised for operator mistakes: printed on stderr without a stack, exit code 1. */
 export class CliError extends Error {}
@@ -39,9 +40,7 @@ export function positiveIntegerOption(options: Record<string, string | boolean |
   return n;
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function uuidArgument(value: string | undefined, label: string): string {
-  if (!value || !UUID_RE.test(value)) throw new CliError(`${label} must be a UUID`);
+  if (!value || !isUuid(value)) throw new CliError(`${label} must be a UUID`);
   return value;
 }

@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `value` is UUID-shaped (so it can be compared with a uuid column without a cast error). */
+export function isUuid(value: string): boolean {
+  return UUID_RE.test(value);
+}
+
 /**
  * A UUID determined by its name (RFC 9562), so every retry of a step names the same
  * resource: version 5 (SHA-1 of the namespace's bytes, then the name) when a namespace is

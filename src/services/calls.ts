@@ -12,7 +12,6 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Config } from '../config/index.js';
-import { conflict, invalid, notFound } from './errors.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import {
   cancelScheduledCall,
@@ -24,11 +23,12 @@ import {
   markWorkflowStarted,
   type CallRecord,
 } from '../db/repositories/calls.js';
-import { findContactById, isUuid, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
+import { findContactById, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
 import { releaseSlot, slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { isRetryable, type CallType } from '../domain/calls.js';
+import { isUuid } from '../domain/ids.js';
 import type { Logger } from '../logging/logger.js';
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../temporal/searchAttributes.js';
 import { startWorkflowOnce } from '../temporal/startOnce.js';
@@ -42,6 +42,7 @@ import {
   type CallWorkflowInput,
 } from '../../workflows/contracts.js';
 import { normalizeContactInput, normalizePhoneField, type ContactInput } from './contacts.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
 
 export interface CallServiceDeps {

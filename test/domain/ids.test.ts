@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deriveIdempotentId } from '../../src/api/middleware/idempotency.js';
-import { nameBasedUuid } from '../../src/domain/ids.js';
+import { isUuid, nameBasedUuid } from '../../src/domain/ids.js';
 import { batchCallId } from '../../src/services/batchEngine.js';
 import { hookRunCallId } from '../../src/services/hookAutomations.js';
 
@@ -22,5 +22,7 @@ describe('name-based UUIDs', () => {
     assert.match(v5, /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.match(v8, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.notEqual(nameBasedUuid('b'), v8);
+    assert.ok(isUuid(v5) && isUuid(v8.toUpperCase()));
+    assert.ok(!isUuid(`${v8}0`) && !isUuid('not-a-uuid'));
   });
 });

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { findCallById, findTeamCall, listTeamCalls } from '../../db/repositories/calls.js';
-import { isUuid } from '../../db/repositories/contacts.js';
+import { isUuid } from '../../domain/ids.js';
 import { isTerminalStatus } from '../../domain/calls.js';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { CALL_NOT_FOUND, cancelCall, retryCall, scheduleCall } from '../../services/calls.js';

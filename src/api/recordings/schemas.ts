@@ -1,4 +1,4 @@
-import { isUuid } from '../../db/repositories/contacts.js';
+import { isUuid } from '../../domain/ids.js';
 import { z } from '../schemas.js';
 
 export const recordingParams = z.object({

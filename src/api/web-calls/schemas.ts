@@ -1,4 +1,4 @@
-import { isUuid } from '../../db/repositories/contacts.js';
+import { isUuid } from '../../domain/ids.js';
 import { objectsMapSchema } from '../objects/schemas.js';
 import { z } from '../schemas.js';
 

@@ -5,7 +5,7 @@
  * transaction, so the counters stay exact under retries and concurrent ticks.
  */
 import type { Queryable } from '../pool.js';
-import { isUuid } from './contacts.js';
+import { isUuid } from '../../domain/ids.js';
 
 export const BATCH_STATUSES = ['scheduled', 'running', 'paused', 'completed', 'cancelled', 'failed'] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];

@@ -1,5 +1,6 @@
 import type { Queryable } from '../pool.js';
 import type { ContactFields } from '../../domain/contactFields.js';
+import { isUuid } from '../../domain/ids.js';
 
 /** A contact row. `phone_number` is E.164, or null for the shared web contact. */
 export interface ContactRecord {
@@ -105,9 +106,3 @@ export async function getOrCreateSharedWebContact(db: Queryable, teamId: string)
   return rows[0];
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True when `value` is UUID-shaped (so it can be compared with a uuid column without a cast error). */
-export function isUuid(value: string): boolean {
-  return UUID_RE.test(value);
-}

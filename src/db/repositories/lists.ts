@@ -1,5 +1,6 @@
 import type { Queryable } from '../pool.js';
-import { CONTACT_OPTIONAL_FIELDS, isUuid, type ContactFields, type ContactRecord } from './contacts.js';
+import { isUuid } from '../../domain/ids.js';
+import { CONTACT_OPTIONAL_FIELDS, type ContactFields, type ContactRecord } from './contacts.js';
 
 export interface ListRecord {
   id: string;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../pool.js';
-import { isUuid } from './contacts.js';
+import { isUuid } from '../../domain/ids.js';
 
 export interface ObjectRecord {
   id: string;

@@ -88,7 +88,8 @@ export function s3RecordingStore(options: S3StoreOptions): RecordingStore {
     return new Promise<S3Response>((resolve, reject) => {
       const req = client.request(url, { method, headers: signed, lookup: options.lookup });
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`S3 ${method} ${key}: no answer within ${timeoutMs} ms`)));
-      req.once('error', reject);
+      // After the answer has come, a late error (the body upload cut short) has nothing left to fail.
+      req.on('error', reject);
       req.once('response', (res) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }));
       if (body === undefined) req.end();
       else if (Buffer.isBuffer(body)) req.end(body);
@@ -102,7 +103,11 @@ export function s3RecordingStore(options: S3StoreOptions): RecordingStore {
     throw new S3Error(res.status, xmlField(xml, 'Code') ?? `HTTP${res.status}`, xmlField(xml, 'Message') ?? what);
   }
 
-  const drain = (res: S3Response) => res.body.resume();
+  /** Discards an answer's body (a connection reset while doing so is of no interest). */
+  const drain = (res: S3Response) => {
+    res.body.on('error', () => undefined);
+    res.body.resume();
+  };
 
   return {
     kind: 's3',

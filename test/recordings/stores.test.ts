@@ -152,6 +152,7 @@ describe('S3 store against the fake S3', () => {
   test('a wrong secret: S3 answers 403 SignatureDoesNotMatch and the store throws it', async () => {
     const wrong = s3RecordingStore({ ...CREDENTIALS, secretAccessKey: 'not-the-secret-0123456789', endpoint: s3.url, bucket: BUCKET, forcePathStyle: true });
     await assert.rejects(wrong.put(newKey(), DIGITS, 'audio/wav'), (err: unknown) => err instanceof S3Error && err.status === 403 && err.code === 'SignatureDoesNotMatch');
+    await assert.rejects(wrong.put(newKey(), Readable.from([DIGITS]), 'audio/wav', DIGITS.length), (err: unknown) => err instanceof S3Error && err.code === 'SignatureDoesNotMatch');
     await assert.rejects(wrong.get(newKey()), (err: unknown) => err instanceof S3Error && err.code === 'SignatureDoesNotMatch');
     await assert.rejects(wrong.exists(newKey()), (err: unknown) => err instanceof S3Error && err.status === 403);
     const unknownKeyId = s3RecordingStore({ ...CREDENTIALS, accessKeyId: 'AKIANOBODY', endpoint: s3.url, bucket: BUCKET, forcePathStyle: true });

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hashSecret } from './digests.js';
 
 const PREFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -16,8 +17,6 @@ export interface GeneratedApiKey {
   hash: string;
 }
 
-export const hashSecret = (value: string): string => createHash('sha256').update(value).digest('hex');
-
 /** A new key of the form <prefix>_<random token>; only its hash is ever stored. */
 export function generateApiKey(): GeneratedApiKey {
   const prefix = randomPrefix();
@@ -30,11 +29,4 @@ export function apiKeyPrefix(apiKey: string): string | undefined {
   const i = apiKey.indexOf('_');
   if (i <= 0 || i === apiKey.length - 1) return undefined;
   return apiKey.slice(0, i);
-}
-
-/** Constant-time comparison of two hex digests. */
-export function digestsEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex');
-  const right = Buffer.from(b, 'hex');
-  return left.length === right.length && timingSafeEqual(left, right);
 }

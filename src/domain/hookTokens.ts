@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { hashSecret } from './apiKeys.js';
+import { hashSecret } from './digests.js';
 
 export const HOOK_PATH_PREFIX = '/api/v1/hooks/';
 

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
-import { digestsEqual, hashSecret } from '../domain/apiKeys.js';
+import { digestsEqual, hashSecret } from '../domain/digests.js';
 import type { HookAutomation } from '../domain/hookAutomation.js';
 import { webhookSignatureValid } from '../domain/hookSignature.js';
 import { generateHookToken, hookPath } from '../domain/hookTokens.js';

@@ -17,7 +17,7 @@ import { findContactById, getOrCreateSharedWebContact } from '../db/repositories
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { findWebSessionById, findWebSessionByTokenHash, insertWebSession, markWebSessionExpired } from '../db/repositories/webSessions.js';
-import { hashSecret } from '../domain/apiKeys.js';
+import { hashSecret } from '../domain/digests.js';
 import type { Logger } from '../logging/logger.js';
 import { TEAM_ID, WEB_SESSION_ID } from '../temporal/searchAttributes.js';
 import { startWorkflowOnce } from '../temporal/startOnce.js';

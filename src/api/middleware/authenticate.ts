@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
-import { timingSafeEqual } from 'node:crypto';
-import { apiKeyPrefix, digestsEqual, hashSecret } from '../../domain/apiKeys.js';
+import { apiKeyPrefix } from '../../domain/apiKeys.js';
+import { digestsEqual, hashSecret } from '../../domain/digests.js';
 import { findApiKeyByPrefix } from '../../db/repositories/apiKeys.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { AppDeps } from '../deps.js';
@@ -47,9 +47,7 @@ export function authenticateMediaEdge(deps: AppDeps): Middleware {
     const token = bearerToken(ctx.get('Authorization') || undefined);
     const expected = deps.config.MEDIA_EDGE_SECRET;
     if (!expected) throw unauthorized('Media edge access is not configured');
-    const a = Buffer.from(hashSecret(token), 'hex');
-    const b = Buffer.from(hashSecret(expected), 'hex');
-    if (!timingSafeEqual(a, b)) throw unauthorized('Invalid media edge secret');
+    if (!digestsEqual(hashSecret(token), hashSecret(expected))) throw unauthorized('Invalid media edge secret');
     return next();
   };
 }

@@ -1,12 +1,10 @@
 /**
- * What the API, the CLI and the workflows share: the task queue, workflow-id builders and
- * their inverses, and signal / update / query definitions. Code outside workflows/ imports
- * only this file from here.
+ * What the API, the CLI and the workflows share: workflow-id builders, activity failure
+ * types, and signal / update / query definitions. Code outside workflows/ imports only
+ * this file from here.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
-
-export const DEFAULT_TASK_QUEUE = 'voice-agent';
 
 // ---- Failure types of activities (activities/index.ts) ----
 // An activity that fails for good throws a non-retryable ApplicationFailure of one of
@@ -29,8 +27,6 @@ export const HOOK_RUN_WORKFLOW_TYPE = 'hookRunWorkflow';
 const HOOK_RUN_PREFIX = 'hook-run-';
 /** One workflow per accepted webhook request: `hook-run-<run_id>`. */
 export const hookRunWorkflowId = (runId: string) => `${HOOK_RUN_PREFIX}${runId}`;
-export const runIdFromHookRunWorkflowId = (workflowId: string): string | undefined =>
-  workflowId.startsWith(HOOK_RUN_PREFIX) ? workflowId.slice(HOOK_RUN_PREFIX.length) : undefined;
 
 export interface HookRunInput {
   runId: string;
@@ -60,8 +56,6 @@ export const CALL_WORKFLOW_TYPE = 'callWorkflow';
 const CALL_PREFIX = 'call-';
 /** One workflow per call: `call-<call_id>`, so an operator finds it in the UI by the call id. */
 export const callWorkflowId = (callId: string) => `${CALL_PREFIX}${callId}`;
-export const callIdFromWorkflowId = (workflowId: string): string | undefined =>
-  workflowId.startsWith(CALL_PREFIX) ? workflowId.slice(CALL_PREFIX.length) : undefined;
 
 /** The singleton that closes the row/workflow gap (docs/calls.md, "Reconciler"). */
 export const CALLS_RECONCILER_WORKFLOW_ID = 'calls-reconciler';
@@ -116,8 +110,6 @@ export const BATCH_WORKFLOW_TYPE = 'batchWorkflow';
 const BATCH_PREFIX = 'batch-';
 /** One long-running workflow per batch: `batch-<batch_id>`. */
 export const batchWorkflowId = (batchId: string) => `${BATCH_PREFIX}${batchId}`;
-export const batchIdFromWorkflowId = (workflowId: string): string | undefined =>
-  workflowId.startsWith(BATCH_PREFIX) ? workflowId.slice(BATCH_PREFIX.length) : undefined;
 
 /** Counts of a batch's contacts; `in_progress` is the part of `calling` that is in a call right now. */
 export interface BatchProgress {
@@ -168,8 +160,6 @@ export const WEB_SESSION_WORKFLOW_TYPE = 'webSessionWorkflow';
 const WEB_SESSION_PREFIX = 'web-session-';
 /** One workflow per web session: `web-session-<session_id>`, minted → used | expired. */
 export const webSessionWorkflowId = (sessionId: string) => `${WEB_SESSION_PREFIX}${sessionId}`;
-export const sessionIdFromWebSessionWorkflowId = (workflowId: string): string | undefined =>
-  workflowId.startsWith(WEB_SESSION_PREFIX) ? workflowId.slice(WEB_SESSION_PREFIX.length) : undefined;
 
 /** A session token is redeemable for exactly this long after minting (docs/web-calls.md: two minutes). */
 export const WEB_SESSION_TTL_MS = 2 * 60_000;

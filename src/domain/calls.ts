@@ -23,9 +23,6 @@ export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 export const CALL_STATUSES = ['scheduled', 'in-progress', ...TERMINAL_STATUSES] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
 
-/** Statuses a call can still leave; SQL mirrors this as status IN ('scheduled', 'in-progress'). */
-export const OPEN_STATUSES = ['scheduled', 'in-progress'] as const;
-
 export function isTerminalStatus(status: string): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }

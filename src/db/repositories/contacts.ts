@@ -81,14 +81,6 @@ export async function findContactByPhone(db: Queryable, teamId: string, e164: st
   return rows[0];
 }
 
-/** Those of `ids` that are contacts of the team (unknown and foreign ids are left out). */
-export async function findContactsByIds(db: Queryable, teamId: string, ids: readonly string[]): Promise<ContactRecord[]> {
-  const valid = ids.filter(isUuid);
-  if (valid.length === 0) return [];
-  const { rows } = await db.query<ContactRecord>('SELECT * FROM contacts WHERE team_id = $1 AND id = ANY($2::uuid[])', [teamId, valid]);
-  return rows;
-}
-
 export const SHARED_WEB_CONTACT_FIRST_NAME = 'Web';
 export const SHARED_WEB_CONTACT_LAST_NAME = 'Visitor';
 

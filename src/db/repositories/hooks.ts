@@ -29,11 +29,6 @@ export async function findHookByTokenHash(db: Queryable, tokenHash: string): Pro
   return rows[0];
 }
 
-export async function findHook(db: Queryable, hookId: string): Promise<HookRecord | undefined> {
-  const { rows } = await db.query<HookRecord>('SELECT * FROM hooks WHERE id = $1', [hookId]);
-  return rows[0];
-}
-
 /** A team's hooks, oldest first, revoked ones included. */
 export async function listTeamHooks(db: Queryable, teamId: string): Promise<HookRecord[]> {
   const { rows } = await db.query<HookRecord>('SELECT * FROM hooks WHERE team_id = $1 ORDER BY created_at, id', [teamId]);

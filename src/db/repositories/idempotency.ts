@@ -129,13 +129,6 @@ export async function claimIdempotencyKey(db: Queryable, claim: IdempotencyClaim
   return (await runIdempotencyBatch(db, { claims: [claim], completions: [] }, claim)).claimed.get(claim.attemptId);
 }
 
-/** One completion on its own: false when another run took the key over meanwhile. */
-export async function completeIdempotencyKey(db: Queryable, completion: IdempotencyCompletion): Promise<boolean> {
-  // The timing only matters to claims; this batch has none.
-  const timing = { ttlSeconds: 0, staleAfterSeconds: 0 };
-  return (await runIdempotencyBatch(db, { claims: [], completions: [completion] }, timing)).kept.has(completion.attemptId);
-}
-
 /** The unexpired record of a key, if any. */
 export async function findIdempotencyKey(db: Queryable, ref: IdempotencyKeyRef): Promise<IdempotencyRecord | undefined> {
   const { rows } = await db.query<IdempotencyRecord>(

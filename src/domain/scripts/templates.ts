@@ -69,11 +69,6 @@ export function renderTemplate(template: string, lookup: (name: string) => unkno
   return template.replace(TEMPLATE_RE, (_, name: string) => renderValue(lookup(name)));
 }
 
-/** The variable names a template reads. */
-export function templateReferences(template: string): string[] {
-  return [...template.matchAll(TEMPLATE_RE)].map((m) => m[1]);
-}
-
 /** The variable name when the entry is exactly one reference (`{{answers.name}}`), else undefined. */
 export function plainReference(entry: string): string | undefined {
   return PLAIN_REF_RE.exec(entry)?.[1];

@@ -1,0 +1,214 @@
+/**
+ * The default agent voice: Festival with the kal_diphone voice (festvox-kallpc16k, 16 kHz).
+ * One long-lived `festival --pipe` process per synthesizer: loading Festival and the voice
+ * costs about 130 ms, which a `text2wave` per line would pay every time (240 ms to the first
+ * sample); a loaded process renders a short sentence in 5 to 15 ms. Each sentence is
+ * rendered on its own, so the first one plays while the next is being made.
+ *
+ * Festival writes each rendering to a WAV file in a private temp folder and then a marker
+ * on stderr (unbuffered, unlike its stdout on a pipe); the marker says the file is complete.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
+import { sliceFrames } from '../audio/frames.js';
+import { resample } from '../audio/resample.js';
+import { readWav, toMono } from '../audio/wav.js';
+import { hasExited, stopProcess } from './engineProcess.js';
+import type { SpeechSynthesizer } from './interfaces.js';
+import { hasWords, speakableChunks, trimEdgeSilence } from './speakableText.js';
+
+export const FESTIVAL_DEFAULT_VOICE = 'kal_diphone';
+/** Silence kept before the first sound of a line (a cut right at it clicks) and after the last. */
+const LEAD_IN_MS = 30;
+const TAIL_MS = 150;
+/** Festival's own pause between sentences is kept, but not its longer silence at the end. */
+const BETWEEN_SENTENCES_MS = 250;
+
+export interface FestivalOptions {
+  /** The festival executable (default: festival on PATH). */
+  binary?: string;
+  /** A Festival voice name, loaded with (voice_<name>). */
+  voice?: string;
+}
+
+/** A Scheme string literal. */
+function schemeString(text: string): string {
+  return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+interface Pending {
+  id: number;
+  lines: string[];
+  resolve: (lines: string[]) => void;
+  reject: (err: Error) => void;
+}
+
+/** One running festival process taking commands in order. */
+class FestivalProcess {
+  private nextId = 1;
+  private readonly pending: Pending[] = [];
+  private stderrBuffer = '';
+  private readonly recentOutput: string[] = [];
+  readonly exited: Promise<void>;
+
+  constructor(readonly child: ChildProcess) {
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => this.onStderr(chunk));
+    child.stdout!.resume(); // its stdout says nothing we need
+    child.stdin!.on('error', () => undefined); // a dead process: reported through 'exit'
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        const why = new Error(`festival exited (${signal ?? `code ${code}`}): ${this.recentOutput.slice(-5).join(' | ') || 'no output'}`);
+        for (const waiter of this.pending.splice(0)) waiter.reject(why);
+        resolve();
+      });
+      child.once('error', (err) => {
+        for (const waiter of this.pending.splice(0)) waiter.reject(err);
+        resolve();
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return !hasExited(this.child) && this.child.pid !== undefined;
+  }
+
+  /** Runs Scheme commands; resolves with what they printed on stderr, rejects on a Festival error. */
+  run(commands: string): Promise<string[]> {
+    const id = this.nextId++;
+    return new Promise<string[]>((resolve, reject) => {
+      if (!this.alive) {
+        reject(new Error('festival is not running'));
+        return;
+      }
+      this.pending.push({ id, lines: [], resolve, reject });
+      this.child.stdin!.write(`${commands}\n(format stderr "@@done ${id}\\n")\n`);
+    });
+  }
+
+  private onStderr(chunk: string): void {
+    this.stderrBuffer += chunk;
+    let newline: number;
+    while ((newline = this.stderrBuffer.indexOf('\n')) >= 0) {
+      const line = this.stderrBuffer.slice(0, newline).trim();
+      this.stderrBuffer = this.stderrBuffer.slice(newline + 1);
+      if (!line) continue;
+      const done = /^@@done (\d+)$/.exec(line);
+      if (!done) {
+        this.recentOutput.push(line);
+        if (this.recentOutput.length > 20) this.recentOutput.shift();
+        this.pending[0]?.lines.push(line);
+        continue;
+      }
+      const waiter = this.pending.shift();
+      if (!waiter) continue;
+      const failure = waiter.lines.find((l) => /SIOD ERROR|^Error|error:/i.test(l));
+      if (failure) waiter.reject(new Error(`festival: ${failure}`));
+      else waiter.resolve(waiter.lines);
+    }
+  }
+}
+
+export class FestivalSynthesizer implements SpeechSynthesizer {
+  readonly name = 'festival';
+  private readonly binary: string;
+  private readonly voice: string;
+  private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'festival-'));
+  private process: Promise<FestivalProcess> | undefined;
+  private renderings = 0;
+  private closed = false;
+
+  constructor(options: FestivalOptions = {}) {
+    this.binary = options.binary ?? 'festival';
+    this.voice = options.voice ?? FESTIVAL_DEFAULT_VOICE;
+    if (!/^[a-z0-9_]+$/i.test(this.voice)) throw new Error(`festival voice must be a plain name such as kal_diphone, got ${this.voice}`);
+  }
+
+  async warmUp(): Promise<void> {
+    await this.ready();
+  }
+
+  async *synthesize(text: string, options: { signal?: AbortSignal } = {}): AsyncIterable<PcmFrame> {
+    const { signal } = options;
+    const chunks = speakableChunks(text);
+    // Render the next sentence while this one is being played out.
+    const render = (i: number) => {
+      const rendering = this.render(chunks[i]);
+      rendering.catch(() => undefined); // awaited below, unless the caller stops first
+      return rendering;
+    };
+    let next = chunks.length > 0 ? render(0) : undefined;
+    for (let i = 0; i < chunks.length; i++) {
+      if (signal?.aborted) return;
+      const samples = await next!;
+      next = i + 1 < chunks.length ? render(i + 1) : undefined;
+      if (signal?.aborted) return;
+      const last = i === chunks.length - 1;
+      const trimmed = trimEdgeSilence(samples, i === 0 ? LEAD_IN_MS : BETWEEN_SENTENCES_MS, last ? TAIL_MS : BETWEEN_SENTENCES_MS);
+      for (const frame of sliceFrames(trimmed)) {
+        if (signal?.aborted) return;
+        yield frame;
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const running = await this.process?.catch(() => undefined);
+    this.process = undefined;
+    if (running) {
+      running.child.stdin!.end();
+      await stopProcess(running.child, 500);
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** The 16 kHz mono samples of one sentence. */
+  private async render(sentence: string): Promise<Int16Array> {
+    if (!hasWords(sentence)) return new Int16Array(0);
+    const festival = await this.ready();
+    const file = path.join(this.dir, `line-${++this.renderings}.wav`);
+    try {
+      await festival.run(`(utt.save.wave (utt.synth (Utterance Text ${schemeString(sentence)})) ${schemeString(file)} 'riff)`);
+      const audio = readWav(await readFile(file));
+      const mono = toMono(audio);
+      return audio.sampleRate === SAMPLE_RATE ? mono : resample(mono, audio.sampleRate, SAMPLE_RATE);
+    } finally {
+      await unlink(file).catch(() => undefined);
+    }
+  }
+
+  /** The running process, started (or restarted after a crash) with the voice loaded. */
+  private ready(): Promise<FestivalProcess> {
+    if (this.closed) return Promise.reject(new Error('festival synthesizer is closed'));
+    if (!this.process) {
+      const starting = this.start();
+      this.process = starting;
+      const forget = () => {
+        if (this.process === starting) this.process = undefined;
+      };
+      void starting.then((festival) => festival.exited.then(forget), forget);
+    }
+    return this.process;
+  }
+
+  private async start(): Promise<FestivalProcess> {
+    const child = spawn(this.binary, ['--pipe'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const festival = new FestivalProcess(child);
+    try {
+      await festival.run(`(voice_${this.voice})`);
+    } catch (err) {
+      await stopProcess(child, 200);
+      throw new Error(`festival could not load the voice ${this.voice}: ${(err as Error).message}`);
+    }
+    if (this.closed) {
+      await stopProcess(child, 200);
+      throw new Error('festival synthesizer is closed');
+    }
+    return festival;
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The two speech stages of the media edge, behind interfaces so engines can be swapped
+ * (offline ones from Debian packages today, cloud ones later; docs/media-edge.md, "Speech
+ * engines"). Both speak the channel's format: 20 ms frames of 16 kHz mono 16-bit PCM.
+ */
+import type { PcmFrame } from '../media/channel.js';
+
+/** Text → agent audio. */
+export interface SpeechSynthesizer {
+  readonly name: string;
+  /**
+   * The audio of `text` as 20 ms frames, streamed: the first frames come as soon as the
+   * engine has them, before the whole text is synthesised. Aborting `signal` ends the
+   * iteration early (without an error); so does breaking out of the loop.
+   */
+  synthesize(text: string, options?: { signal?: AbortSignal }): AsyncIterable<PcmFrame>;
+  /** Loads what the first synthesis would otherwise wait for (a voice, a connection). */
+  warmUp(): Promise<void>;
+  /** Stops the engine's processes or connections; the synthesizer is unusable afterwards. */
+  close(): Promise<void>;
+}
+
+/**
+ * What kind of answer is expected: the ask step's `expect`. `text` is the same as `free`,
+ * `number` takes digit sequences and spoken numbers.
+ */
+export type AnswerExpectation = 'yes_no' | 'digits' | 'number' | 'date' | 'name' | 'free' | 'text';
+
+/** How the recogniser should hear an answer: the kind, and the phrases it is likely to be. */
+export interface AnswerHint {
+  expect: AnswerExpectation;
+  phrases?: readonly string[];
+}
+
+export interface Transcript {
+  /** Lower-case words as recognised, "" when nothing was. */
+  text: string;
+}
+
+/** One utterance being recognised: audio in, text out. */
+export interface RecognitionSession {
+  /** The next frame of the caller's audio (in order, from just before the speech began). */
+  write(frame: PcmFrame): void;
+  /** Text recognised so far, when the engine can tell before the end. */
+  onPartial(listener: (text: string) => void): () => void;
+  /** No more audio: resolves with the final text. */
+  finish(): Promise<Transcript>;
+  /** Drops the utterance and frees what the session holds; finish() then rejects. Idempotent. */
+  abort(): void;
+}
+
+/** Caller audio → text. */
+export interface SpeechRecognizer {
+  readonly name: string;
+  /**
+   * Opens a session at once, so the engine can get ready (load its model) while the
+   * prompt still plays; audio written before it is ready is buffered.
+   */
+  start(options?: { hint?: AnswerHint; signal?: AbortSignal }): RecognitionSession;
+  /** Loads what the first session would otherwise wait for (dictionaries, models). */
+  warmUp(): Promise<void>;
+  /** Aborts open sessions and frees the engine; unusable afterwards. */
+  close(): Promise<void>;
+}

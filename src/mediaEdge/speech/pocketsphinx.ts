@@ -1,0 +1,209 @@
+/**
+ * The default recogniser: pocketsphinx_continuous (Debian's 0.8+5prealpha) with the en-us
+ * model, one process per utterance. The process is started when the session opens (for an
+ * ask, while the prompt still plays), so loading the model (about 20 ms with a grammar and
+ * its small dictionary, 230 ms with the general language model) is hidden; it reads raw
+ * 16 kHz audio on stdin as it comes and decodes along, so when the endpointer says the
+ * utterance ended only the last pass remains: closing stdin makes it print the text and exit.
+ *
+ * `-infile /dev/stdin` needs a real pipe (Node gives a child a socket, which cannot be
+ * opened by path), so a `cat` in a `sh` pipeline stands between; both run in their own
+ * process group, which is what gets signalled when a session is aborted.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { PcmFrame } from '../media/channel.js';
+import { int16ToLittleEndian } from '../audio/wav.js';
+import { stopProcess } from './engineProcess.js';
+import { grammarFor } from './grammar.js';
+import type { AnswerHint, RecognitionSession, SpeechRecognizer, Transcript } from './interfaces.js';
+import { loadPronouncingDictionary, type PronouncingDictionary } from './pronouncingDictionary.js';
+
+export const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+
+/** The files of a pocketsphinx model folder laid out as Debian's pocketsphinx-en-us. */
+export function pocketsphinxModelFiles(modelDir: string) {
+  return {
+    acousticModel: path.join(modelDir, 'en-us'),
+    languageModel: path.join(modelDir, 'en-us.lm.bin'),
+    dictionary: path.join(modelDir, 'cmudict-en-us.dict'),
+  };
+}
+
+/**
+ * Frames of silence pocketsphinx keeps after speech before it closes a segment on its own
+ * (its default is 50, 0.5 s). Longer than the endpointer's hangover, so the endpointer
+ * decides where the utterance ends and pocketsphinx rarely splits one in two.
+ */
+const VAD_POSTSPEECH_FRAMES = 100;
+
+export interface PocketsphinxOptions {
+  binary?: string;
+  modelDir?: string;
+}
+
+export class PocketsphinxRecognizer implements SpeechRecognizer {
+  readonly name = 'pocketsphinx';
+  private readonly binary: string;
+  private readonly files: ReturnType<typeof pocketsphinxModelFiles>;
+  private readonly sessions = new Set<PocketsphinxSession>();
+  private closed = false;
+
+  constructor(options: PocketsphinxOptions = {}) {
+    this.binary = options.binary ?? 'pocketsphinx_continuous';
+    this.files = pocketsphinxModelFiles(options.modelDir ?? POCKETSPHINX_MODEL_DIR);
+  }
+
+  async warmUp(): Promise<void> {
+    await loadPronouncingDictionary(this.files.dictionary);
+  }
+
+  start(options: { hint?: AnswerHint; signal?: AbortSignal } = {}): RecognitionSession {
+    if (this.closed) throw new Error('pocketsphinx recognizer is closed');
+    const session = new PocketsphinxSession(
+      (dictionary, dir) => this.arguments(options.hint ?? { expect: 'free' }, dictionary, dir),
+      this.binary,
+      loadPronouncingDictionary(this.files.dictionary),
+      () => this.sessions.delete(session),
+    );
+    this.sessions.add(session);
+    if (options.signal) {
+      if (options.signal.aborted) session.abort();
+      else options.signal.addEventListener('abort', () => session.abort(), { once: true });
+    }
+    return session;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.sessions].map((s) => s.stop()));
+  }
+
+  /** Command-line arguments for a hint: a grammar with a dictionary of its words, or the general model. */
+  private arguments(hint: AnswerHint, dictionary: PronouncingDictionary, dir: string): string[] {
+    const common = ['-hmm', this.files.acousticModel, '-samprate', '16000', '-vad_postspeech', String(VAD_POSTSPEECH_FRAMES), '-infile', '/dev/stdin', '-logfn', path.join(dir, 'log')];
+    const grammar = grammarFor(hint, { knownWord: (w) => dictionary.has(w) });
+    if (!grammar) return [...common, '-lm', this.files.languageModel, '-dict', this.files.dictionary];
+    const grammarFile = path.join(dir, `${grammar.name}.gram`);
+    const dictionaryFile = path.join(dir, 'words.dict');
+    writeFileSync(grammarFile, grammar.jsgf);
+    writeFileSync(dictionaryFile, dictionary.subset(grammar.words));
+    return [...common, '-jsgf', grammarFile, '-dict', dictionaryFile];
+  }
+}
+
+class PocketsphinxSession implements RecognitionSession {
+  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-'));
+  private child: ChildProcess | undefined;
+  /** Audio written before the process was started. */
+  private backlog: Buffer[] = [];
+  private ended = false;
+  private aborted = false;
+  private readonly lines: string[] = [];
+  private readonly partialListeners = new Set<(text: string) => void>();
+  private readonly result: Promise<Transcript>;
+
+  constructor(
+    buildArguments: (dictionary: PronouncingDictionary, dir: string) => string[],
+    private readonly binary: string,
+    dictionary: Promise<PronouncingDictionary>,
+    private readonly onDone: () => void,
+  ) {
+    this.result = dictionary.then((d) => this.run(buildArguments(d, this.dir)));
+    // Settles even if nobody calls finish(): a session that is only aborted.
+    void this.result.catch(() => undefined).finally(() => this.cleanUp());
+  }
+
+  write(frame: PcmFrame): void {
+    if (this.ended || this.aborted) return;
+    const bytes = int16ToLittleEndian(frame);
+    if (this.child) this.child.stdin!.write(bytes);
+    else this.backlog.push(bytes);
+  }
+
+  onPartial(listener: (text: string) => void): () => void {
+    this.partialListeners.add(listener);
+    return () => this.partialListeners.delete(listener);
+  }
+
+  finish(): Promise<Transcript> {
+    if (!this.ended && !this.aborted) {
+      this.ended = true;
+      this.child?.stdin!.end();
+    }
+    return this.result;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    void this.stop();
+  }
+
+  /** Kills the process (if any) and waits for it. */
+  async stop(): Promise<void> {
+    this.aborted = true;
+    if (this.child) await stopProcess(this.child, 300, { group: true });
+    await this.result.catch(() => undefined);
+  }
+
+  private run(args: string[]): Promise<Transcript> {
+    if (this.aborted) return Promise.reject(new Error('recognition aborted'));
+    const child = spawn('/bin/sh', ['-c', 'cat | exec "$0" "$@"', this.binary, ...args], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.child = child;
+    child.stdin!.on('error', () => undefined); // a process that died: reported by its exit
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      stdout += chunk;
+      let newline: number;
+      while ((newline = stdout.indexOf('\n')) >= 0) {
+        this.addLine(stdout.slice(0, newline));
+        stdout = stdout.slice(newline + 1);
+      }
+    });
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-2000)));
+    for (const bytes of this.backlog) child.stdin!.write(bytes);
+    this.backlog = [];
+    if (this.ended) child.stdin!.end();
+    return new Promise<Transcript>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) => {
+        this.addLine(stdout);
+        if (this.aborted) reject(new Error('recognition aborted'));
+        else if (code === 0) resolve({ text: this.lines.join(' ') });
+        else
+          void this.logTail().then((log) =>
+            reject(new Error(`pocketsphinx_continuous failed (${signal ?? `code ${code}`}): ${(log || stderr).trim() || 'no output'}`)),
+          );
+      });
+    });
+  }
+
+  private addLine(line: string): void {
+    const text = line.trim().toLowerCase();
+    if (!text) return;
+    this.lines.push(text);
+    const sofar = this.lines.join(' ');
+    for (const listener of this.partialListeners) listener(sofar);
+  }
+
+  private async logTail(): Promise<string> {
+    const log = await readFile(path.join(this.dir, 'log'), 'utf8').catch(() => '');
+    return log
+      .split('\n')
+      .filter((l) => /ERROR|FATAL/.test(l))
+      .slice(-3)
+      .join(' | ');
+  }
+
+  private cleanUp(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+    this.onDone();
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * The conversation engine: the agent speaking and listening on one call, the same for
+ * every transport (it only knows the MediaChannel). Caller audio runs through the
+ * endpointer all the time (so the noise floor is known before a question is asked);
+ * `speak` streams synthesised frames into the channel and stops when the caller barges
+ * in; `listen` hands the caller's utterance, from just before its detected start to its
+ * end, to a recognition session; `ask` does both, the recogniser already starting while
+ * the prompt plays.
+ *
+ * No Temporal here: activities wrap these calls. One speak and one listen at a time.
+ */
+import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
+import { Endpointer, type EndpointerSettings, type EndpointEvent } from '../audio/endpointing.js';
+import type { AnswerHint, SpeechRecognizer, SpeechSynthesizer } from '../speech/interfaces.js';
+import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
+
+export type { ListenResult } from './pendingAnswer.js';
+
+/** Caller audio kept from before the detected start of speech, beyond the start detection itself: soft onsets fall under the threshold. */
+export const PREROLL_MS = 200;
+
+export interface SpeakResult {
+  /** True when the caller's speech (barge-in) or an abort cut the playback short. */
+  interrupted: boolean;
+  /** Agent audio that actually left, in ms. */
+  playedMs: number;
+  /** When the first frame left (engine clock, ms); undefined when none did. */
+  firstFrameAt?: number;
+}
+
+/** One turn: the caller stopped speaking, then the agent's next audio started. */
+export interface TurnLatency {
+  speechEndedAt: number;
+  recognisedAt: number;
+  firstFrameAt: number;
+  /** speech end → first frame of the agent's next audio */
+  turnMs: number;
+}
+
+export interface ConversationEngineOptions {
+  channel: MediaChannel;
+  synthesizer: SpeechSynthesizer;
+  recognizer: SpeechRecognizer;
+  endpointing?: Partial<EndpointerSettings>;
+  /** The clock of every time reported, in ms (default: epoch ms with sub-ms precision, monotonic). */
+  now?: () => number;
+}
+
+/** The call's media is gone: the channel closed while the engine spoke or listened. */
+export class ChannelClosedError extends Error {
+  constructor(readonly reason: ChannelCloseReason) {
+    super(`The call's media channel closed (${reason})`);
+    this.name = 'ChannelClosedError';
+  }
+}
+
+export class ConversationEngine {
+  private readonly channel: MediaChannel;
+  private readonly synthesizer: SpeechSynthesizer;
+  private readonly recognizer: SpeechRecognizer;
+  private readonly now: () => number;
+  readonly endpointer: Endpointer;
+  private readonly prerollFrames: number;
+  private readonly recent: PcmFrame[] = [];
+  /** The caller's current utterance so far, pre-roll included (empty outside speech). */
+  private utterance: PcmFrame[] = [];
+  private readonly speechListeners = new Set<(event: EndpointEvent) => void>();
+  private readonly answers = new Set<PendingAnswer>();
+  private readonly unsubscribeInbound: () => void;
+  private closeReason: ChannelCloseReason | undefined;
+  private readonly closeListeners = new Set<(reason: ChannelCloseReason) => void>();
+  /** The last utterance heard, until the agent's next audio starts. */
+  private lastUtterance: { speechEndedAt: number; recognisedAt: number } | undefined;
+  private readonly turns: TurnLatency[] = [];
+
+  constructor(options: ConversationEngineOptions) {
+    this.channel = options.channel;
+    this.synthesizer = options.synthesizer;
+    this.recognizer = options.recognizer;
+    this.now = options.now ?? (() => performance.timeOrigin + performance.now());
+    this.endpointer = new Endpointer(options.endpointing);
+    this.prerollFrames = Math.ceil((this.endpointer.settings.speechStartMs + PREROLL_MS) / FRAME_MS);
+    this.unsubscribeInbound = this.channel.onInbound((frame) => this.hear(frame));
+    void this.channel.closed.then((reason) => this.closeWith(reason));
+  }
+
+  /** Speech end → the agent's next audio, for every turn so far (for benchmarks). */
+  get turnLatencies(): readonly TurnLatency[] {
+    return this.turns;
+  }
+
+  /**
+   * Plays `text`. Resolves when the audio has been played, or as soon as the caller starts
+   * speaking when `bargeIn` (the rest is dropped from the channel). Aborting `signal`
+   * stops the playback and rejects.
+   */
+  async speak(text: string, options: { bargeIn?: boolean; signal?: AbortSignal } = {}): Promise<SpeakResult> {
+    const { bargeIn = false, signal } = options;
+    this.assertOpen();
+    if (signal?.aborted) throw abortReason(signal);
+    const stop = new AbortController();
+    let interrupted = false;
+    let playedFrames = 0;
+    let firstFrameAt: number | undefined;
+    let stopped!: () => void;
+    const stopping = new Promise<void>((resolve) => (stopped = resolve));
+    const halt = () => {
+      if (stop.signal.aborted) return;
+      interrupted = true;
+      stop.abort();
+      this.channel.clear();
+      stopped();
+    };
+    const unsubscribeOutbound = this.channel.onOutbound(() => {
+      playedFrames++;
+      if (firstFrameAt === undefined) {
+        firstFrameAt = this.now();
+        this.recordTurn(firstFrameAt);
+      }
+    });
+    const unsubscribeSpeech = bargeIn ? this.onSpeech((event) => event.type === 'speech_start' && halt()) : () => undefined;
+    const unsubscribeClose = this.onClose(() => halt());
+    signal?.addEventListener('abort', halt);
+    try {
+      for await (const frame of this.synthesizer.synthesize(text, { signal: stop.signal })) {
+        if (stop.signal.aborted) break;
+        this.channel.enqueue(frame);
+      }
+      if (!stop.signal.aborted) await Promise.race([this.channel.drained(), stopping]);
+      if (signal?.aborted) throw abortReason(signal);
+      this.assertOpen();
+      return { interrupted, playedMs: playedFrames * FRAME_MS, firstFrameAt };
+    } finally {
+      signal?.removeEventListener('abort', halt);
+      unsubscribeOutbound();
+      unsubscribeSpeech();
+      unsubscribeClose();
+    }
+  }
+
+  /**
+   * Waits for the caller's next utterance and recognises it. `silence` when no speech
+   * starts within `timeoutMs`; speech that started in time is heard to its end.
+   */
+  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
+    const answer = this.expectAnswer(options.hint, options.signal);
+    answer.startNoSpeechTimer(options.timeoutMs);
+    return answer.result;
+  }
+
+  /**
+   * Speaks the prompt (the caller may barge in) while already listening, then waits for
+   * the answer: `noSpeechTimeoutMs` counts from the end of the prompt.
+   */
+  async ask(prompt: string, hint: AnswerHint, options: { noSpeechTimeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
+    const answer = this.expectAnswer(hint, options.signal);
+    try {
+      await this.speak(prompt, { bargeIn: true, signal: options.signal });
+    } catch (err) {
+      answer.cancel(err as Error);
+      throw err;
+    }
+    answer.startNoSpeechTimer(options.noSpeechTimeoutMs);
+    return answer.result;
+  }
+
+  /** Stops listening to the channel and drops pending answers (their calls reject). */
+  close(): void {
+    this.unsubscribeInbound();
+    for (const answer of this.answers) answer.cancel(new Error('conversation engine closed'));
+  }
+
+  private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined): PendingAnswer {
+    this.assertOpen();
+    if (signal?.aborted) throw abortReason(signal);
+    const answer: PendingAnswer = new PendingAnswer({
+      recognizer: this.recognizer,
+      hint,
+      now: this.now,
+      signal,
+      speechSoFar: this.endpointer.inSpeech ? this.utterance : undefined,
+      onUtterance: (heard) => (this.lastUtterance = heard),
+      onDone: () => this.answers.delete(answer),
+    });
+    this.answers.add(answer);
+    return answer;
+  }
+
+  /** One inbound frame: endpointing, the utterance buffer, and the listeners. */
+  private hear(frame: PcmFrame): void {
+    this.recent.push(frame);
+    if (this.recent.length > this.prerollFrames) this.recent.shift();
+    const event = this.endpointer.push(frame, this.now());
+    if (event?.type === 'speech_start') {
+      this.utterance = [...this.recent];
+    } else if (this.endpointer.inSpeech) {
+      this.utterance.push(frame);
+      for (const answer of this.answers) answer.write(frame);
+    }
+    if (event) {
+      for (const answer of this.answers) answer.onSpeech(event, this.utterance);
+      for (const listener of this.speechListeners) listener(event);
+    }
+    if (event?.type === 'speech_end') this.utterance = [];
+  }
+
+  private onSpeech(listener: (event: EndpointEvent) => void): () => void {
+    this.speechListeners.add(listener);
+    return () => this.speechListeners.delete(listener);
+  }
+
+  private onClose(listener: (reason: ChannelCloseReason) => void): () => void {
+    this.closeListeners.add(listener);
+    return () => this.closeListeners.delete(listener);
+  }
+
+  private closeWith(reason: ChannelCloseReason): void {
+    this.closeReason = reason;
+    for (const listener of this.closeListeners) listener(reason);
+    for (const answer of this.answers) answer.cancel(new ChannelClosedError(reason));
+    this.unsubscribeInbound();
+  }
+
+  private assertOpen(): void {
+    if (this.closeReason) throw new ChannelClosedError(this.closeReason);
+  }
+
+  private recordTurn(firstFrameAt: number): void {
+    const heard = this.lastUtterance;
+    if (!heard) return;
+    this.lastUtterance = undefined;
+    this.turns.push({ ...heard, firstFrameAt, turnMs: firstFrameAt - heard.speechEndedAt });
+  }
+}

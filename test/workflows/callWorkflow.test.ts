@@ -16,7 +16,7 @@ import { Worker as ReplayWorker } from '@temporalio/worker';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { callResultView } from '../../src/api/calls/views.js';
+import { callResultView } from '../../src/services/callViews.js';
 import type { Pool } from '../../src/db/pool.js';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';

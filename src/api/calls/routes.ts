@@ -22,7 +22,7 @@ import {
   retryCallBody,
   retryCallResponse,
 } from './schemas.js';
-import { callListView, callResultView, callStatusView } from './views.js';
+import { callListView, callResultView, callStatusView } from '../../services/callViews.js';
 import { z } from '../schemas.js';
 
 /** A call id from the path: anything that is not a UUID names no call (404). */

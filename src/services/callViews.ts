@@ -1,4 +1,8 @@
-import type { CallRecord } from '../../db/repositories/calls.js';
+/**
+ * The public shapes of a call, built from its row: what get-call-status, get-call-result and
+ * the list answer, and what call.* event webhooks carry as `data.call`.
+ */
+import type { CallRecord } from '../db/repositories/calls.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

@@ -114,6 +114,7 @@ test('Opus: the answer picks Opus; tones cross both ways at the right frequency 
     assert.doesNotMatch(d.answer, /PCMU/);
     assert.match(d.answer, /a=candidate:.* 127\.0\.0\.1 \d+ typ host/, 'loopback advertised');
     assert.match(d.answer, /a=end-of-candidates/, 'all candidates in the answer (no trickle)');
+    assert.match(d.answer, /a=setup:passive/, 'the browser starts the DTLS handshake');
     assert.equal(d.call.codec, 'opus');
     await exchangeTones(d, 440, 1000);
     assert.equal((await d.sip.finalResponse(d.sip.bye(d.dialog))).status, 200);

@@ -190,7 +190,10 @@ export class WebRtcEndpoint {
       const transceiver = pc.getTransceivers().find((t) => t.kind === 'audio');
       if (!transceiver) throw new Error('no audio transceiver after the offer');
       transceiver.setDirection('sendrecv');
-      await pc.setLocalDescription(await pc.createAnswer());
+      // DTLS server (setup:passive): the browser starts the handshake. As DTLS client werift
+      // keeps retransmitting an unanswered ClientHello for ~30 s, even after close.
+      const answer = await pc.createAnswer();
+      await pc.setLocalDescription({ type: 'answer', sdp: answer.sdp.replace('a=setup:active', 'a=setup:passive') });
       await gathered(pc, this.options.gatherTimeoutMs ?? 3000);
       const answerSdp = pc.localDescription?.sdp;
       if (!answerSdp) throw new Error('no local description');

@@ -7,6 +7,10 @@
  *
  * Every fixed word is in cmudict-en-us; phrase words the dictionary lacks are left out
  * by the caller's `knownWord` (pocketsphinx refuses a grammar with an unknown word).
+ *
+ * Repetitions are written `<x> <x>*`, never `<x>+`: pocketsphinx 0.8 loops a `+` back to
+ * the node it started from, and when that node begins an alternation the loop leads into
+ * the other alternatives ("it's April 3rd" came back as "it's oh april third").
  */
 import type { AnswerHint } from './interfaces.js';
 
@@ -42,27 +46,28 @@ const NUMBER_RULES = [
 const GRAMMARS: Record<'yes_no' | 'digits' | 'number' | 'date' | 'name', { lead: string[]; rules: string[]; body: string }> = {
   yes_no: {
     lead: [],
-    body: '<answer>+',
+    body: '<answer> <answer>*',
     rules: [
       '<answer> = <yes> | <no> | <polite>;',
-      "<yes> = yes | yeah | yep | yup | sure | correct | right | absolutely | definitely | of course | okay | (that is | that's | it is | it's) (correct | right | true) | i do | i am | i did;",
-      "<no> = no | nope | nah | not really | incorrect | wrong | (that is | that's | it is | it's) (wrong | incorrect | not (right | correct | true)) | it is not | it isn't | i don't | i do not | i am not | i didn't;",
+      // No "yep", "yup", "nope", "nah": short answers were heard as them ("no" as "nope"); said, they come out as yes, yeah or no.
+      "<yes> = yes | yeah | sure | correct | right | absolutely | definitely | of course | okay | (that is | that's | it is | it's) (correct | right | true) | i do | i am | i did;",
+      "<no> = no | not really | incorrect | wrong | (that is | that's | it is | it's) (wrong | incorrect | not (right | correct | true)) | it is not | it isn't | i don't | i do not | i am not | i didn't;",
       '<polite> = please | thanks | thank you;',
     ],
   },
   digits: {
     lead: ['it is', "it's", 'my number is', 'the number is'],
-    body: '(<digit> | double <digit> | triple <digit>)+',
-    rules: NUMBER_RULES,
+    body: '<group> <group>*',
+    rules: [...NUMBER_RULES, '<group> = <digit> | double <digit> | triple <digit>;'],
   },
   number: {
     lead: ['it is', "it's", 'about', 'the number is'],
-    body: '<digit>+ | <cardinal>',
+    body: '<digit> <digit>* | <cardinal>',
     rules: [...NUMBER_RULES, '<cardinal> = <below_thousand> [thousand [[and] <below_thousand>]] | zero;'],
   },
   date: {
     lead: ['it is', "it's", 'it was', 'my date of birth is', 'my birthday is', 'i was born on', 'born on', 'that is', "that's"],
-    body: '<month> [the] <day> [[of] <year>] | [the] <day> [of] <month> [<year>] | <month> <year> | <digit>+',
+    body: '<month> [the] <day> [[of] <year>] | [the] <day> [of] <month> [<year>] | <month> <year> | <digit> <digit>+',
     rules: [
       ...NUMBER_RULES,
       `<month> = ${alternatives(MONTHS)};`,

@@ -3,7 +3,7 @@
 // The API is a fake answering create-web-session with a bootstrap that points at the edge;
 // admission is injected. Chromium's fake microphone plays a 440 Hz WAV, and the edge must
 // hear 440 Hz; the edge plays 1 kHz, and Chrome must receive audio energy. Hang-up from the
-// page and from the edge both end the call cleanly on both sides.
+// page and from the edge both end the call cleanly on both sides; JsSIP answers a digest challenge.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,6 +21,8 @@ import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js
 
 const TARGET = 'sip:agent@edge.browser.test';
 let edge: MediaEdge;
+/** The edge the fake API sends browsers to. */
+let wsUrl = '';
 let fakeApi: Server;
 let example: ExampleServer;
 let browser: Browser;
@@ -70,6 +72,7 @@ before(async () => {
       inviteHeaders.push(call.inviteHeaders);
     },
   });
+  wsUrl = edge.url;
   // The API's create-web-session, as far as the example server and the page need it.
   fakeApi = createServer((req, res) => {
     req.resume();
@@ -80,7 +83,7 @@ before(async () => {
         session_id: `sess-${id}`,
         session_token: `wst_browser_${id}`,
         expires_at: new Date(Date.now() + 120_000).toISOString(),
-        ws_url: edge.url,
+        ws_url: wsUrl,
         sip_domain: 'edge.browser.test',
         sip_username: 'web-caller',
         sip_password: 'web-caller',
@@ -198,5 +201,26 @@ test('the edge hangs up: the page shows the call ended', async () => {
     assert.match((await page.textContent('#status')) ?? '', /ended/i);
   } finally {
     await page.close();
+  }
+});
+
+test('with digest enabled, JsSIP answers the 401 challenge with the bootstrap credentials and the call connects', async () => {
+  const digestEdge = await startMediaEdge({
+    wsUrl: 'ws://127.0.0.1:0/ws',
+    admission,
+    logger: createLogger('silent'),
+    onCall: (call) => calls.push(call),
+    digest: { username: 'web-caller', password: 'web-caller', realm: 'edge.browser.test' },
+  });
+  wsUrl = digestEdge.url;
+  try {
+    const { page, call } = await startCall();
+    assert.equal(call.codec, 'opus');
+    await page.click('#hangup');
+    assert.equal(await call.channel.closed, 'remote_hangup');
+    await page.close();
+  } finally {
+    wsUrl = edge.url;
+    await digestEdge.close();
   }
 });

@@ -23,8 +23,11 @@ export class CallEventReporter {
     this.doFetch = options.fetch ?? fetch;
   }
 
-  /** True when the service took the event; false when it refused it for good (e.g. the call has ended). */
-  async report(callId: string, event: CallEvent): Promise<boolean> {
+  /**
+   * Whether the service took the event (false when it refused it for good, e.g. the call
+   * has ended), and the call's team when it did.
+   */
+  async report(callId: string, event: CallEvent): Promise<{ accepted: boolean; teamId?: string }> {
     const attempts = this.options.attempts ?? 6;
     const url = `${this.options.apiUrl.replace(/\/$/, '')}/internal/v1/calls/${encodeURIComponent(callId)}/events`;
     for (let attempt = 1; ; attempt++) {
@@ -39,19 +42,28 @@ export class CallEventReporter {
         });
         status = res.status;
         detail = await res.text();
-        if (res.ok) return true;
+        if (res.ok) return { accepted: true, teamId: teamIdIn(detail) };
         if (status < 500) {
           this.options.logger.warn({ callId, event: event.type, status, detail }, 'call event refused');
-          return false;
+          return { accepted: false };
         }
       } catch (err) {
         detail = (err as Error).message;
       }
       if (attempt >= attempts) {
         this.options.logger.error({ callId, event: event.type, status, detail }, 'call event could not be delivered');
-        return false;
+        return { accepted: false };
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(200 * 2 ** (attempt - 1), 3_000)));
     }
+  }
+}
+
+function teamIdIn(body: string): string | undefined {
+  try {
+    const teamId = (JSON.parse(body) as { team_id?: unknown }).team_id;
+    return typeof teamId === 'string' ? teamId : undefined;
+  } catch {
+    return undefined;
   }
 }

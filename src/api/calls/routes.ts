@@ -3,8 +3,9 @@ import { findCallById, findTeamCall, listTeamCalls } from '../../db/repositories
 import { isUuid } from '../../domain/ids.js';
 import { isTerminalStatus } from '../../domain/calls.js';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
+import { reportCallEvent } from '../../services/callEvents.js';
 import { CALL_NOT_FOUND, cancelCall, retryCall, scheduleCall } from '../../services/calls.js';
-import { callEventSignal, callWorkflowId, type CallEvent } from '../../../workflows/contracts.js';
+import type { CallEvent } from '../../../workflows/contracts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { idempotentId } from '../middleware/idempotency.js';
 import { defineRoute } from '../route.js';
@@ -209,17 +210,8 @@ export const callRoutes = [
       409: { description: 'The call has already ended' },
     },
     handler: async ({ params, body }, deps) => {
-      const callId = callIdFrom(params);
-      const call = await findCallById(deps.pool, callId);
-      if (!call) throw notFound(CALL_NOT_FOUND);
-      if (isTerminalStatus(call.status)) throw conflict(`Call has already ended: its status is ${call.status}`, { status: call.status });
-      try {
-        await deps.temporal.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, body as CallEvent);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw conflict('Call is not running', { status: call.status });
-        throw err;
-      }
-      return { status: 202, body: { success: true, call_id: callId, accepted: true } };
+      const reported = await reportCallEvent(deps, callIdFrom(params), body as CallEvent);
+      return { status: 202, body: { success: true, call_id: reported.callId, accepted: true, team_id: reported.teamId } };
     },
   }),
 ];

@@ -172,4 +172,6 @@ export const callEventBody = z
   )
   .openapi('CallEvent');
 
-export const callEventResponse = z.object({ success: z.literal(true), call_id: z.string(), accepted: z.literal(true) }).openapi('CallEventAccepted');
+export const callEventResponse = z
+  .object({ success: z.literal(true), call_id: z.string(), accepted: z.literal(true), team_id: z.string().openapi({ description: 'The call’s team (the media edge keys the call’s recording by it)' }) })
+  .openapi('CallEventAccepted');

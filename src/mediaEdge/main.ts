@@ -1,0 +1,45 @@
+// `npm run media-edge`: the media edge as its own process (production topology). It needs
+// the API (API_URL, MEDIA_EDGE_SECRET), Temporal (TEMPORAL_ADDRESS) and the recordings
+// store; `npm start` runs the same edge inside its one process instead.
+import { ConfigError, loadConfig } from '../config/index.js';
+import { createLogger } from '../logging/logger.js';
+import { createRecordingStore } from '../recordings/index.js';
+import { temporalAddress } from '../temporal/client.js';
+import { installTemporalRuntime } from '../temporal/worker.js';
+import { loadMediaEdgeConfig } from './server.js';
+import { createSpeechEngines, SpeechConfigError } from './speech/speechEngines.js';
+import { startVoiceEdge } from './voiceEdge.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const edgeConfig = loadMediaEdgeConfig();
+  const logger = createLogger(edgeConfig.LOG_LEVEL);
+  installTemporalRuntime();
+  const speech = createSpeechEngines({ TTS_PROVIDER: process.env.TTS_PROVIDER, STT_PROVIDER: process.env.STT_PROVIDER });
+  const edge = await startVoiceEdge({
+    config: edgeConfig,
+    logger,
+    speech,
+    recordings: createRecordingStore(config),
+    temporalAddress: temporalAddress(config),
+    temporalNamespace: config.TEMPORAL_NAMESPACE,
+    instanceId: process.env.MEDIA_EDGE_INSTANCE_ID || undefined,
+  });
+  process.stdout.write(`Media edge   ${edge.url} (task queue ${edge.taskQueue})\n`);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await edge.close();
+    await speech.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  const known = err instanceof ConfigError || err instanceof SpeechConfigError;
+  process.stderr.write(`${known ? (err as Error).message : `Media edge start-up failed: ${(err as Error).stack ?? String(err)}`}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,150 @@
+/**
+ * The media edge with its voice: the SIP/WebRTC server (server.ts), a conversation engine
+ * and a recorder per call, the calls' progress reported to the service, and a Temporal
+ * worker on this instance's own task queue that runs the speech activities of the calls
+ * it holds (docs/media-edge.md).
+ *
+ *   browser ──SIP/WebRTC──▶ server ──onCall──▶ engine + recorder ──▶ LiveCalls ◀── activities ◀── call workflow
+ *                                   └── answered / ended events ──▶ API /internal/v1/calls/{id}/events
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { mediaEdgeTaskQueue, type AskCallerResult } from '../../workflows/contracts.js';
+import type { Logger } from '../logging/logger.js';
+import { recordingKey } from '../recordings/keys.js';
+import type { RecordingStore } from '../recordings/store.js';
+import { createMediaEdgeActivities } from './activities.js';
+import { CallEventReporter } from './callEvents.js';
+import { ConversationEngine } from './conversation/engine.js';
+import { LiveCalls, type CallConversation } from './liveCalls.js';
+import type { ChannelCloseReason } from './media/channel.js';
+import { CallRecorder } from './recording/callRecorder.js';
+import { startConfiguredMediaEdge, type EstablishedCall, type MediaEdge, type MediaEdgeConfig } from './server.js';
+import type { SpeechEngines } from './speech/speechEngines.js';
+
+export interface VoiceEdgeOptions {
+  config: MediaEdgeConfig;
+  logger: Logger;
+  speech: SpeechEngines;
+  recordings: RecordingStore;
+  /** Temporal frontend host:port and namespace. */
+  temporalAddress: string;
+  temporalNamespace: string;
+  /** This instance's name in its task queue (default: host name, pid and a random suffix). */
+  instanceId?: string;
+}
+
+export interface VoiceEdge {
+  readonly url: string;
+  readonly taskQueue: string;
+  readonly calls: LiveCalls;
+  /** The conversation engine of each call held now (benchmarks read its turn latencies). */
+  readonly engines: ReadonlyMap<string, ConversationEngine>;
+  /** Hangs up every call, stops the worker and the server. */
+  close(): Promise<void>;
+}
+
+/** Why the media ended, as the call's end reason; the agent's own hang-up is the workflow's to report. */
+const END_REASON_OF: Record<ChannelCloseReason, string | undefined> = {
+  remote_hangup: 'User Hangup',
+  media_lost: 'connection_lost',
+  local_hangup: undefined,
+};
+
+/** The engine as the activities use it: an unintelligible utterance counts as silence (the workflow reprompts). */
+function conversationOf(engine: ConversationEngine): CallConversation {
+  return {
+    speak: (text, opts) => engine.speak(text, opts).then(({ interrupted, playedMs }) => ({ interrupted, playedMs })),
+    async ask(prompt, hint, opts): Promise<AskCallerResult> {
+      const heard = await engine.ask(prompt, hint, opts);
+      if (heard.kind !== 'utterance' || heard.text.trim() === '') return { kind: 'silence' };
+      return { kind: 'utterance', text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt) };
+    },
+  };
+}
+
+export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEdge> {
+  const { config, logger, speech, recordings } = options;
+  const instanceId = options.instanceId ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const taskQueue = mediaEdgeTaskQueue(instanceId);
+  const calls = new LiveCalls();
+  const engines = new Map<string, ConversationEngine>();
+  const reporter = new CallEventReporter({ apiUrl: config.API_URL, secret: config.MEDIA_EDGE_SECRET, logger });
+  await speech.warmUp();
+
+  const onCall = (call: EstablishedCall) => {
+    const log = logger.child({ callId: call.callId, codec: call.codec });
+    const engine = new ConversationEngine({ channel: call.channel, synthesizer: speech.synthesizer, recognizer: speech.recognizer });
+    let recorder: CallRecorder | undefined;
+    engines.set(call.callId, engine);
+    calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine), hangUp: () => call.hangUp() });
+    log.info('call connected');
+    void call.channel.closed.then(async (reason) => {
+      engine.close();
+      engines.delete(call.callId);
+      const endReason = END_REASON_OF[reason];
+      log.info({ reason }, 'call media ended');
+      await Promise.all([
+        endReason ? reporter.report(call.callId, { type: 'ended', reason: endReason, event_id: `media-edge-ended-${call.callId}` }) : undefined,
+        recorder?.finish().then(
+          (recording) => log.info({ durationMs: recording.durationMs, bytes: recording.bytes }, 'recording stored'),
+          (err: unknown) => log.error({ err }, 'recording could not be stored'),
+        ),
+      ]);
+    });
+    // Once answered, the call workflow runs the script's speech on this instance's queue. The
+    // recording starts when the service has taken the call (its answer names the team, which
+    // keys the recording); nothing is said before that.
+    void reporter.report(call.callId, { type: 'answered', event_id: `media-edge-answered-${call.callId}`, media_task_queue: taskQueue }).then(({ accepted, teamId }) => {
+      if (!accepted || !teamId) {
+        log.warn('the service did not take the call: hanging up');
+        void call.hangUp();
+        return;
+      }
+      if (calls.get(call.callId)) recorder = CallRecorder.start(call.channel, { store: recordings, key: recordingKey(teamId, call.callId) });
+    });
+  };
+
+  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  let server: MediaEdge | undefined;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: options.temporalNamespace,
+      taskQueue,
+      activities: createMediaEdgeActivities({ calls, logger }),
+      // Each call runs one speech activity at a time; the cap keeps a burst from starving the media loop.
+      maxConcurrentActivityTaskExecutions: 200,
+    });
+    running = worker.run();
+    server = await startConfiguredMediaEdge(config, logger, onCall);
+  } catch (err) {
+    worker?.shutdown();
+    await running?.catch(() => undefined);
+    await connection.close();
+    throw err;
+  }
+  const listening = server;
+  const activeWorker = worker;
+  logger.info({ url: listening.url, taskQueue }, 'media edge ready');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: listening.url,
+    taskQueue,
+    calls,
+    engines,
+    close() {
+      closing ??= (async () => {
+        await listening.close();
+        activeWorker.shutdown();
+        await running;
+        await connection.close();
+      })();
+      return closing;
+    },
+  };
+}

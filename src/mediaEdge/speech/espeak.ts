@@ -38,6 +38,7 @@ export class EspeakSynthesizer implements SpeechSynthesizer {
   async *synthesize(text: string, options: { signal?: AbortSignal } = {}): AsyncIterable<PcmFrame> {
     const line = plainText(text);
     if (!hasWords(line) || options.signal?.aborted) return;
+    // spawns: espeak-ng
     const child = spawn(this.binary, this.args, { stdio: ['pipe', 'pipe', 'pipe'] });
     const stopped = () => void stopProcess(child, 200);
     options.signal?.addEventListener('abort', stopped, { once: true });

@@ -197,6 +197,7 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
   }
 
   private async start(): Promise<FestivalProcess> {
+    // spawns: festival
     const child = spawn(this.binary, ['--pipe'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const festival = new FestivalProcess(child);
     try {

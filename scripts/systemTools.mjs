@@ -45,7 +45,8 @@ export const SYSTEM_TOOLS = [
   { command: 'sox', source: 'apt', package: 'sox', for: ['start', 'test'], why: 'media edge: audio conversion' },
   { command: 'soxi', source: 'apt', package: 'sox', for: ['start', 'test'], why: 'media edge: audio file facts' },
 
-  { command: 'sh', source: 'base', package: 'dash', for: ['test'], why: 'the test runner watchdog' },
+  { command: 'sh', source: 'base', package: 'dash', for: ['start', 'test'], why: 'the test runner watchdog; the media edge pipes audio to pocketsphinx through sh -c' },
+  { command: 'cat', source: 'base', package: 'coreutils', for: ['start', 'test'], why: 'media edge: the pipe in front of pocketsphinx_continuous (inside its sh -c string)' },
   { command: 'id', source: 'base', package: 'coreutils', for: ['test'], why: 'the test runner: does user postgres exist' },
   { command: 'groupadd', source: 'base', package: 'passwd', for: ['test'], why: 'the test runner as root: user postgres for the embedded Postgres' },
   { command: 'useradd', source: 'base', package: 'passwd', for: ['test'], why: 'the test runner as root: user postgres for the embedded Postgres' },

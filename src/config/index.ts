@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isSupportedCountry } from 'libphonenumber-js';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../domain/webhookEvents.js';
 
 /** Repository root: config/ sits two levels below it. */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -89,6 +90,22 @@ export const configSchema = z.object({
   PUBLIC_API_URL: url(['http:', 'https:']).optional(),
   RECORDING_LINK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   RECORDING_LINK_TTL_SECONDS: positiveInt.max(604_800, 'must be at most 604800 (7 days)').default(900),
+  // Event webhooks (docs/event-webhooks.md): whether endpoints may point at non-public
+  // addresses (local development and tests), the delays between attempts, and how many
+  // attempts one worker sends at once.
+  WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag.default(false),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default(DEFAULT_WEBHOOK_RETRY_SCHEDULE)
+    .transform((v, ctx) => {
+      const schedule = parseRetrySchedule(v);
+      if (!schedule) {
+        ctx.addIssue({ code: 'custom', message: 'must be delays in seconds separated by commas, such as 5,300,1800' });
+        return z.NEVER;
+      }
+      return schedule;
+    }),
+  WEBHOOK_MAX_CONCURRENT_SENDS: positiveInt.default(500),
 });
 
 export type Config = z.infer<typeof configSchema>;

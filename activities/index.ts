@@ -21,6 +21,8 @@ import { createBatchActivities } from './batches.js';
 import type { VoiceProvider } from '../src/telephony/index.js';
 import type { CallAnalyser } from '../src/analysis/index.js';
 import type { RecordingStore } from '../src/recordings/index.js';
+import type { HostResolver } from '../src/webhooks/addresses.js';
+import { createWebhookActivities } from './webhooks.js';
 
 /** What activities may touch; injected so tests can hand in their own. */
 export interface ActivityDeps {
@@ -34,6 +36,8 @@ export interface ActivityDeps {
   callAnalyser?: CallAnalyser;
   /** Where the media edge stores recordings; default the store RECORDINGS_STORE names. */
   recordings?: RecordingStore;
+  /** How event webhook hosts are resolved before each attempt; default dns.lookup. */
+  resolveHost?: HostResolver;
 }
 
 /** The ApplicationFailure type of each kind of use-case error. */
@@ -77,6 +81,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebSessionActivities(deps),
     ...createScriptActivities(deps),
     ...createBatchActivities(deps),
+    ...createWebhookActivities(deps),
   });
 }
 

@@ -13,6 +13,8 @@ process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
 process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
 // Recording links (docs/media-edge.md, "Recordings") work locally too; unset in production = links answer 500.
 process.env.RECORDING_LINK_SECRET ??= 'local-recording-link-secret-change-me';
+// Event webhooks may target a receiver on this machine (docs/event-webhooks.md); production leaves it false.
+process.env.WEBHOOK_ALLOW_PRIVATE_URLS ??= 'true';
 
 async function main(): Promise<void> {
   const config = loadConfig();

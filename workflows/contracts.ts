@@ -194,6 +194,46 @@ export const WEB_SESSION_EXPIRED = 'WebSessionExpired';
 export const redeemWebSessionUpdate = defineUpdate<WebSessionRedemption>('redeemWebSession');
 export const webSessionStateQuery = defineQuery<{ sessionId: string; state: WebSessionState; callId: string | null }>('webSessionState');
 
+// ---- Event webhooks (docs/event-webhooks.md) ----
+export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDeliveryWorkflow';
+const WEBHOOK_DELIVERY_PREFIX = 'webhook-delivery-';
+/** One workflow per delivery: `webhook-delivery-<delivery_id>`, its attempts and the sleeps between them. */
+export const webhookDeliveryWorkflowId = (deliveryId: string) => `${WEBHOOK_DELIVERY_PREFIX}${deliveryId}`;
+export const deliveryIdFromWebhookDeliveryWorkflowId = (workflowId: string): string | undefined =>
+  workflowId.startsWith(WEBHOOK_DELIVERY_PREFIX) ? workflowId.slice(WEBHOOK_DELIVERY_PREFIX.length) : undefined;
+
+/** The singleton that starts deliveries whose workflow start was lost, and ends those whose workflow is gone. */
+export const WEBHOOK_DELIVERY_SWEEPER_WORKFLOW_ID = 'webhook-delivery-sweeper';
+export const WEBHOOK_DELIVERY_SWEEPER_WORKFLOW_TYPE = 'webhookDeliverySweeperWorkflow';
+
+/**
+ * Deliveries run on a task queue of their own, next to the service's: attempts waiting on a
+ * slow endpoint never hold the worker slots that calls need.
+ */
+export const webhookTaskQueue = (taskQueue: string) => `${taskQueue}-webhooks`;
+
+export interface WebhookDeliveryInput {
+  deliveryId: string;
+  teamId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+}
+
+/** What one attempt (or its loss) left: the delivery's status, and the delay before the next attempt, if any. */
+export interface WebhookAttemptResult {
+  status: 'pending' | 'retrying' | 'succeeded' | 'failed';
+  statusCode: number | null;
+  /** Seconds until the next attempt; null when the delivery is over. */
+  retryInSeconds: number | null;
+}
+
+export interface WebhookDeliveryResult {
+  deliveryId: string;
+  status: WebhookAttemptResult['status'];
+  attempts: number;
+}
+
 // ---- The media edge (docs/media-edge.md) ----
 
 /**

@@ -4,3 +4,5 @@ export * from './callWorkflow.js';
 export * from './callsReconcilerWorkflow.js';
 export * from './batchWorkflow.js';
 export * from './webSessionWorkflow.js';
+export * from './webhookDeliveryWorkflow.js';
+export * from './webhookDeliverySweeperWorkflow.js';

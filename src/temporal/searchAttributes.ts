@@ -13,6 +13,8 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS = {
   HookId: 'Keyword',
   BatchId: 'Keyword',
   BatchStatus: 'Keyword',
+  WebhookEndpointId: 'Keyword',
+  WebhookEventType: 'Keyword',
 } as const satisfies Record<string, 'Keyword' | 'Int' | 'Datetime' | 'Text'>;
 
 export const TEAM_ID = defineSearchAttributeKey('TeamId', SearchAttributeType.KEYWORD);
@@ -23,3 +25,5 @@ export const WEB_SESSION_ID = defineSearchAttributeKey('WebSessionId', SearchAtt
 export const HOOK_ID = defineSearchAttributeKey('HookId', SearchAttributeType.KEYWORD);
 export const BATCH_ID = defineSearchAttributeKey('BatchId', SearchAttributeType.KEYWORD);
 export const BATCH_STATUS = defineSearchAttributeKey('BatchStatus', SearchAttributeType.KEYWORD);
+export const WEBHOOK_ENDPOINT_ID = defineSearchAttributeKey('WebhookEndpointId', SearchAttributeType.KEYWORD);
+export const WEBHOOK_EVENT_TYPE = defineSearchAttributeKey('WebhookEventType', SearchAttributeType.KEYWORD);

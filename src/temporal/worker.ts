@@ -3,6 +3,8 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/index.js';
 import { ensureCallsReconciler } from '../services/calls.js';
+import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
+import { webhookTaskQueue } from '../../workflows/contracts.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
@@ -32,6 +34,22 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
   });
 }
 
+/**
+ * The worker of the event webhook queue (`<taskQueue>-webhooks`): delivery workflows and
+ * their attempts, with room for many attempts waiting on slow endpoints at once, none of
+ * them in a slot that a call needs.
+ */
+export async function createWebhookWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: webhookTaskQueue(opts.taskQueue),
+    workflowBundle: await workflowBundle(),
+    activities: createActivities(opts.deps),
+    maxConcurrentActivityTaskExecutions: opts.deps.config.WEBHOOK_MAX_CONCURRENT_SENDS,
+  });
+}
+
 /** The service's worker, running: what `npm start` and `npm run worker` both start. */
 export interface RunningWorker {
   /** Settles when the worker stops (after `shutdown`, or on a fatal error). */
@@ -41,18 +59,29 @@ export interface RunningWorker {
 }
 
 /**
- * Connects to Temporal at `address`, starts the worker on the configured task queue, and
- * makes sure the calls reconciler workflow runs (it needs a worker to make progress).
+ * Connects to Temporal at `address`, starts the workers of the configured task queue and of
+ * its webhook queue, and makes sure the calls reconciler and the webhook delivery sweeper
+ * run (they need a worker to make progress). When one worker stops, so does the other.
  */
 export async function startServiceWorker(address: string, deps: ActivityDeps): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address });
-  const worker = await createWorker({ connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps });
-  const done = worker.run().finally(() => connection.close());
+  const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps };
+  const workers = [await createWorker(queue), await createWebhookWorker(queue)];
+  const stopAll = () => {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  const done = Promise.allSettled(workers.map((w) => w.run().finally(stopAll)))
+    .then((results) => {
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    })
+    .finally(() => connection.close());
   await ensureCallsReconciler({ temporal: deps.temporal, config: deps.config });
+  await ensureWebhookDeliverySweeper({ temporal: deps.temporal, config: deps.config });
   return {
     done,
     async shutdown() {
-      worker.shutdown();
+      stopAll();
       await done;
     },
   };

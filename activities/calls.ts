@@ -26,6 +26,7 @@ import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileRep
 import { createRecordingStore, recordingKey } from '../src/recordings/index.js';
 import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
+import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
 
@@ -116,7 +117,11 @@ export function createCallActivities(deps: ActivityDeps) {
 
     /** scheduled → in-progress with actual_time; returns the status the call has afterwards. */
     async markCallInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<{ status: string }> {
-      const call = await markCallInProgressRow(deps.pool, input.callId, new Date(input.actualTime), input.progress);
+      // call.started is recorded with the change (its id makes a retry record it once).
+      const call = await withWebhookEvents(deps, async (tx) => {
+        const row = await markCallInProgressRow(tx, input.callId, new Date(input.actualTime), input.progress);
+        return { result: row, events: row?.status === 'in-progress' ? [callEvent('call.started', row)] : [] };
+      });
       if (!call) throw notFound(`call ${input.callId}`);
       return { status: call.status };
     },
@@ -164,7 +169,10 @@ export function createCallActivities(deps: ActivityDeps) {
      */
     async completeCall(input: { callId: string; status: TerminalStatus; endReason: string; endTime: string }): Promise<{ status: string; endReason: string | null }> {
       const progress = input.status === 'cancelled' ? 'done' : 'analysing';
-      const { call } = await completeCallRow(deps.pool, input.callId, { status: input.status, endReason: input.endReason, endTime: new Date(input.endTime), progress });
+      const { call } = await withWebhookEvents(deps, async (tx) => {
+        const ended = await completeCallRow(tx, input.callId, { status: input.status, endReason: input.endReason, endTime: new Date(input.endTime), progress });
+        return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
+      });
       await releaseSlot(deps.pool, input.callId);
       await wake(call.team_id);
       return { status: call.status, endReason: call.end_reason };
@@ -190,7 +198,10 @@ export function createCallActivities(deps: ActivityDeps) {
         scriptName: script?.name ?? '',
         recordingUrl: await recordingUrlOf(call),
       });
-      await saveCallAnalysis(deps.pool, call.id, analysis);
+      await withWebhookEvents(deps, async (tx) => {
+        const analysed = await saveCallAnalysis(tx, call.id, analysis);
+        return { result: undefined, events: analysed ? [callEvent('call.analyzed', analysed)] : [] };
+      });
     },
 
     /** One pass of the reconciler (docs/calls.md). */

@@ -1,8 +1,9 @@
 // One run of a webhook hook's automation (docs/webhooks.md): map the request body to a
 // contact, then schedule a call or add the contact to a list. Started by
 // POST /api/v1/hooks/{token} with id hook-run-<run_id>.
-import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { createHookActivities } from '../activities/hooks.js';
+import type { WebhookActivities } from '../activities/webhooks.js';
 import { mapHookContact } from '../src/domain/hookAutomation.js';
 import type { HookRunInput, HookRunResult } from './contracts.js';
 
@@ -16,7 +17,37 @@ const activities = proxyActivities<ReturnType<typeof createHookActivities>>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
+// The hook_run.failed event (docs/event-webhooks.md): a few tries, and the run's own failure
+// stands whatever happens to the event.
+const events = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
+/** Runs recorded before the event existed replay without it. */
+const HOOK_RUN_FAILED_EVENT_PATCH = 'hook-run-failed-event';
+
+function failureReason(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
 export async function hookRunWorkflow(input: HookRunInput): Promise<HookRunResult> {
+  try {
+    return await runAutomation(input);
+  } catch (err) {
+    if (!isCancellation(err) && patched(HOOK_RUN_FAILED_EVENT_PATCH)) {
+      try {
+        await events.recordHookRunFailed({ runId: input.runId, hookId: input.hookId, teamId: input.teamId, error: failureReason(err) });
+      } catch (recordErr) {
+        log.warn('hook_run.failed event not recorded', { error: failureReason(recordErr) });
+      }
+    }
+    throw err;
+  }
+}
+
+async function runAutomation(input: HookRunInput): Promise<HookRunResult> {
   const { automation } = input;
   if (automation.kind === 'none') return { run_id: input.runId, automation: 'none' };
 

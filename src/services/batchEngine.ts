@@ -35,6 +35,7 @@ import type { BatchProgress } from '../../workflows/contracts.js';
 import { cancelWaitingCalls, readProgress, type BatchServiceDeps } from './batches.js';
 import { scheduleCall } from './calls.js';
 import { isUseCaseError, notFound } from './errors.js';
+import { batchCompletedEvent, withWebhookEvents } from './webhookEvents.js';
 
 /** List members read per intake statement, and statements per tick at most. */
 const INTAKE_PAGE = 1000;
@@ -95,7 +96,11 @@ export async function advanceBatch(deps: BatchServiceDeps, batchId: string, opts
     }
     const progress = await readProgress(deps, batch.id);
     if (caughtUp && progress.pending === 0 && progress.calling === 0) {
-      batch = (await transitionBatch(deps.pool, batch.id, ['running'], 'completed', 'all_called'))!.batch;
+      // batch.completed is recorded with the change; nothing is pending or calling, so the progress read above is final.
+      batch = await withWebhookEvents(deps, async (tx) => {
+        const completed = (await transitionBatch(tx, batch!.id, ['running'], 'completed', 'all_called'))!;
+        return { result: completed.batch, events: completed.changed ? [batchCompletedEvent(completed.batch, progress)] : [] };
+      });
       if (!isActive(batch.status)) return endTick(deps, batch, dispatched);
     }
     return { status: batch.status, endReason: batch.end_reason, ended: false, progress, dispatched };

@@ -44,6 +44,7 @@ import {
 import { normalizeContactInput, normalizePhoneField, type ContactInput } from './contacts.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
+import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents, withWebhookEvents } from './webhookEvents.js';
 
 export interface CallServiceDeps {
   pool: Pool;
@@ -116,14 +117,14 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
   if (!script) throw notFound(SCRIPT_NOT_FOUND);
   if (fromNumber && !number) throw notFound(type === 'web' ? DID_NOT_FOUND : FROM_NUMBER_NOT_FOUND);
 
-  const { call, created } = await withTransaction(deps.pool, async (tx) => {
+  const { call, created, deliveries } = await withTransaction(deps.pool, async (tx) => {
     const contact = contactFields
       ? (await upsertContactByPhone(tx, input.teamId, contactFields)).contact
       : await findContactById(tx, input.teamId, (input.contact as { id: string }).id);
     if (!contact) throw notFound(CONTACT_NOT_FOUND);
     if (type !== 'web' && !contact.phone_number) throw invalid('Invalid request: the contact has no phone number');
     if (input.objects && Object.keys(input.objects).length) await linkObjectsToContact(tx, input.teamId, contact.id, input.objects);
-    return insertCall(tx, {
+    const inserted = await insertCall(tx, {
       id: callId,
       teamId: input.teamId,
       contactId: contact.id,
@@ -137,6 +138,8 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       originalCallId: input.originalCallId ?? null,
       participantIdentity: input.participantIdentity ?? null,
     });
+    const deliveries = inserted.created ? await recordWebhookEvents(tx, [callEvent('call.scheduled', inserted.call)]) : [];
+    return { ...inserted, deliveries };
   });
   if (call.team_id !== input.teamId) throw conflict('A call with this id already exists');
 
@@ -149,6 +152,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       deps.logger?.warn({ err, callId: call.id }, 'call workflow not started yet; the reconciler will start it');
     }
   }
+  dispatchWebhookDeliveries(deps, deliveries);
   return { callId: call.id, contactId: call.contact_id, status: call.status, scheduledTime: call.scheduled_time, created, call };
 }
 
@@ -178,7 +182,10 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
 
 /** cancel-call: scheduled → cancelled (a conflict naming the status otherwise), then tells the workflow. */
 export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: string): Promise<CallRecord> {
-  const result = await cancelScheduledCall(deps.pool, teamId, callId);
+  const result = await withWebhookEvents(deps, async (tx) => {
+    const cancelled = await cancelScheduledCall(tx, teamId, callId);
+    return { result: cancelled, events: cancelled?.cancelled ? [callEvent('call.ended', cancelled.call)] : [] };
+  });
   if (!result) throw notFound(CALL_NOT_FOUND);
   if (!result.cancelled) {
     throw conflict(`Call cannot be cancelled: its status is ${result.call.status}`, { status: result.call.status });
@@ -277,7 +284,10 @@ export async function reconcileCalls(
       running = false;
     }
     if (running) continue;
-    const { changed } = await completeCall(deps.pool, call.id, { status: 'failed', endReason: 'workflow_lost', endTime: new Date(), progress: 'done' });
+    const { changed } = await withWebhookEvents(deps, async (tx) => {
+      const ended = await completeCall(tx, call.id, { status: 'failed', endReason: 'workflow_lost', endTime: new Date(), progress: 'done' });
+      return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
+    });
     if (changed) {
       report.failed += 1;
       await wakeSlotWaiters(deps, call.team_id);

@@ -9,6 +9,7 @@ import { findWebSessionById, markWebSessionExpired, markWebSessionUsed } from '.
 import type { WebSessionRedemption } from '../../workflows/contracts.js';
 import { scheduleCall, wakeSlotWaiters, type CallServiceDeps } from './calls.js';
 import { notFound } from './errors.js';
+import { webSessionEvent, withWebhookEvents } from './webhookEvents.js';
 
 /**
  * The redemption: creates the web call with the session's fixed script, contact and did
@@ -35,13 +36,19 @@ export async function createWebSessionCall(deps: CallServiceDeps, input: { sessi
     // Only when the redemption outlived the slot's grace period (docs/web-calls.md).
     deps.logger?.warn({ sessionId: input.sessionId, callId: input.callId }, 'web session slot was gone at redemption; the call runs without one');
   }
-  const used = await markWebSessionUsed(deps.pool, input.sessionId, input.callId);
+  const used = await withWebhookEvents(deps, async (tx) => {
+    const row = await markWebSessionUsed(tx, input.sessionId, input.callId);
+    return { result: row, events: row?.status === 'used' ? [webSessionEvent('web_session.redeemed', row)] : [] };
+  });
   return { callId: used?.call_id ?? input.callId, scriptId: session.script_id, contactId: session.contact_id };
 }
 
 /** minted → expired: frees the session's slot and wakes the team's waiting phone calls. */
 export async function expireWebSession(deps: CallServiceDeps, input: { sessionId: string; teamId: string }): Promise<void> {
-  await markWebSessionExpired(deps.pool, input.sessionId);
+  await withWebhookEvents(deps, async (tx) => {
+    const expired = await markWebSessionExpired(tx, input.sessionId);
+    return { result: undefined, events: expired ? [webSessionEvent('web_session.expired', expired)] : [] };
+  });
   await releaseSlot(deps.pool, input.sessionId);
   await wakeSlotWaiters(deps, input.teamId);
 }

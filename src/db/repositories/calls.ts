@@ -258,12 +258,13 @@ export interface CallAnalysis {
   recording_url: string | null;
 }
 
-/** Writes the post-call analysis of a terminal call (same values again on a retry). */
-export async function saveCallAnalysis(db: Queryable, callId: string, analysis: CallAnalysis): Promise<boolean> {
-  const { rowCount } = await db.query(
+/** Writes the post-call analysis of a terminal call (same values again on a retry); the row afterwards, undefined when the call is not terminal. */
+export async function saveCallAnalysis(db: Queryable, callId: string, analysis: CallAnalysis): Promise<CallRecord | undefined> {
+  const { rows } = await db.query<CallRecord>(
     `UPDATE calls SET call_summary = $2, transcript = $3, transcript_json = $4, structured_data = $5, objectives = $6,
                       recording_url = $7, analysed_at = COALESCE(analysed_at, now()), progress = 'done', modified_at = now()
-      WHERE id = $1 AND status NOT IN ${OPEN_STATUS_SQL}`,
+      WHERE id = $1 AND status NOT IN ${OPEN_STATUS_SQL}
+      RETURNING *`,
     [
       callId,
       analysis.call_summary,
@@ -274,7 +275,7 @@ export async function saveCallAnalysis(db: Queryable, callId: string, analysis: 
       analysis.recording_url,
     ],
   );
-  return (rowCount ?? 0) > 0;
+  return rows[0];
 }
 
 export async function markWorkflowStarted(db: Queryable, callIds: string[]): Promise<void> {

@@ -73,10 +73,13 @@ export async function markWebSessionUsed(db: Queryable, sessionId: string, callI
   return rows[0] ?? findWebSessionById(db, sessionId);
 }
 
-/** minted → expired; returns whether this call moved it. */
-export async function markWebSessionExpired(db: Queryable, sessionId: string): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE web_sessions SET status = 'expired', expired_at = now() WHERE id = $1 AND status = 'minted'`, [sessionId]);
-  return (rowCount ?? 0) > 0;
+/** minted → expired; returns the row when this call moved it, undefined otherwise. */
+export async function markWebSessionExpired(db: Queryable, sessionId: string): Promise<WebSessionRecord | undefined> {
+  const { rows } = await db.query<WebSessionRecord>(
+    `UPDATE web_sessions SET status = 'expired', expired_at = now() WHERE id = $1 AND status = 'minted' RETURNING *`,
+    [sessionId],
+  );
+  return rows[0];
 }
 
 /** Sessions of a team by status (for reports and tests). */

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
+import type { HostResolver } from './webhooks/addresses.js';
 
 export interface RunningApi {
   port: number;
@@ -37,6 +38,8 @@ export async function startApi(opts: {
   recordings?: RecordingStore;
   /** Default: text2wave (simulated calls' recordings). */
   speech?: SpeechSynthesis;
+  /** Default: dns.lookup (event webhook address checks). */
+  resolveHost?: HostResolver;
   port?: number;
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {

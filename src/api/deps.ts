@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger.js';
 import type { RateLimiter } from '../rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from '../recordings/index.js';
 import type { ListContactsAddedListener } from '../services/lists.js';
+import type { HostResolver } from '../webhooks/addresses.js';
 import type { KeyUsageRecorder } from './middleware/keyUsage.js';
 
 /** What the API needs from the outside world; built once per process and injected. */
@@ -24,4 +25,6 @@ export interface AppDeps {
   recordings?: RecordingStore;
   /** Speaks simulated calls' transcripts into their recordings; default text2wave. */
   speech?: SpeechSynthesis;
+  /** Resolves event webhook hosts for the address check; default dns.lookup. */
+  resolveHost?: HostResolver;
 }

@@ -10,9 +10,11 @@ import { internalRoutes } from './internal/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { recordingRoutes } from './recordings/routes.js';
+import { webhookDeliveryRoutes } from './webhook-deliveries/routes.js';
+import { webhookEndpointRoutes } from './webhook-endpoints/routes.js';
 import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...webhookEndpointRoutes, ...webhookDeliveryRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
 }

@@ -41,6 +41,8 @@ export interface MediaEdgeOptions {
   maxMessageBytes?: number;
   /** Calls one socket may carry at once (default 4). */
   maxCallsPerSocket?: number;
+  /** Refused INVITEs after which a socket is closed with 1008 (default 10). */
+  maxRefusalsPerSocket?: number;
   /** Ping interval; a socket that misses a pong is closed and its calls end with media_lost (default 30 s). */
   heartbeatMs?: number;
   /** SIP T1 (tests shorten it). */
@@ -119,6 +121,7 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
       localHost: url.host,
       secure,
       maxDialogs: options.maxCallsPerSocket,
+      maxRefusals: options.maxRefusalsPerSocket,
       digest: options.digest,
       t1Ms: options.sipT1Ms,
       onCall: (call) => {

@@ -163,6 +163,16 @@ test('refusals: no token 403, bad call token 403, unknown 404, used 409, expired
   assert.equal(media.sessions.filter((s) => !s.closeReason).length, 0, 'no media left open by a refusal');
 });
 
+test('a socket whose INVITEs are refused ten times is closed (1008): no token guessing on one connection', async () => {
+  const c = await client();
+  for (let i = 0; i < 9; i++) {
+    const dialog = c.invite({ headers: { 'X-Session-Token': `wst_guess_${i}` } });
+    assert.equal((await c.finalResponse(dialog.invite)).status, 404);
+  }
+  c.invite({ headers: { 'X-Session-Token': 'wst_guess_last' } });
+  assert.equal((await c.closed).code, 1008);
+});
+
 test('a create-web-call token is checked against its call id; a second live session of the same call is 409', async () => {
   const c = await client();
   const headers = { 'X-Call-Id': WEB_CALL_ID, 'X-Call-Token': expectedCallToken(SECRET, WEB_CALL_ID) };

@@ -84,6 +84,8 @@ export interface UserAgentServerOptions {
   secure: boolean;
   /** Dialogs (calls in any state) one socket may hold (default 4). */
   maxDialogs?: number;
+  /** Refused INVITEs (bad or spent tokens) after which the socket is closed with 1008 (default 10): no token guessing on one connection. */
+  maxRefusals?: number;
   /** Challenge INVITEs with these credentials first (optional). */
   digest?: DigestCredentials;
   /** RFC 3261 T1 in ms: 2xx retransmissions start at T1, ACK awaited 64×T1 (default 500). */
@@ -138,6 +140,9 @@ export class SipUserAgentServer {
   private readonly digest?: DigestAuthenticator;
   private readonly t1: number;
   private closed = false;
+  /** Set once we close the socket: messages still in flight are ignored. */
+  private closing = false;
+  private refusals = 0;
 
   constructor(private readonly options: UserAgentServerOptions) {
     this.digest = options.digest ? new DigestAuthenticator(options.digest) : undefined;
@@ -150,7 +155,7 @@ export class SipUserAgentServer {
 
   /** One WebSocket message. Never throws: bad input is answered or closes this socket. */
   handleMessage(text: string): void {
-    if (this.closed) return;
+    if (this.closed || this.closing) return;
     // A CRLF keep-alive (RFC 5626) is no message.
     if (text.trim() === '') return;
     let message;
@@ -164,6 +169,7 @@ export class SipUserAgentServer {
         return;
       }
       this.options.logger.warn({ reason, sample: text.slice(0, 60) }, 'unparseable SIP message: closing the WebSocket');
+      this.closing = true;
       this.options.transport.close(1002, 'malformed SIP message');
       return;
     }
@@ -293,6 +299,11 @@ export class SipUserAgentServer {
     if (isRejection(admission)) {
       log.info({ status: admission.reject, reason: admission.reason }, 'INVITE refused');
       this.failInvite(dialog, admission.reject, { reason: admission.reason });
+      if (admission.reject !== 503 && ++this.refusals >= (this.options.maxRefusals ?? 10) && !this.closing) {
+        log.warn({ refusals: this.refusals }, 'too many refused INVITEs: closing the WebSocket');
+        this.closing = true;
+        this.options.transport.close(1008, 'too many refused calls');
+      }
       return;
     }
     if (ended(dialog)) {

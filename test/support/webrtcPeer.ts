@@ -3,7 +3,7 @@
 // every 20 ms, and decodes what the edge sends back.
 import OpusScript from 'opusscript';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
-import { decodeMulaw, encodeMulaw } from '../../src/mediaEdge/webrtc/pcm.js';
+import { decodeMulaw, encodeMulaw } from '../../src/mediaEdge/audio/mulaw.js';
 
 export type OfferedCodecs = 'opus' | 'pcmu';
 
@@ -101,7 +101,7 @@ export class BrowserPeer {
       pcm[i] = Math.round(amplitude * Math.sin(this.phase));
       this.phase += (2 * Math.PI * frequency) / this.rate;
     }
-    const payload = this.codec === 'opus' ? this.encoder!.encode(Buffer.from(pcm.buffer), samples) : encodeMulaw(pcm);
+    const payload = this.codec === 'opus' ? this.encoder!.encode(Buffer.from(pcm.buffer), samples) : Buffer.from(encodeMulaw(pcm));
     const header = new RtpHeader({ sequenceNumber: this.seq++ & 0xffff, timestamp: this.ts >>> 0, payloadType: 0, marker: false });
     this.ts += this.codec === 'opus' ? 960 : 160;
     this.transceiver.sender.sendRtp(new RtpPacket(header, payload)).catch(() => undefined);

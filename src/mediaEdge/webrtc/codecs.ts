@@ -4,12 +4,13 @@
  * - Opus (opus/48000/2 in SDP) through libopus compiled to WebAssembly (opusscript). Opus
  *   decodes and encodes natively at 16 kHz, so no resampling: the RTP clock stays 48 kHz
  *   (960 ticks per 20 ms) whatever the internal rate.
- * - PCMU (G.711 μ-law, 8 kHz) as the fallback every WebRTC browser offers: μ-law and 2×
- *   resampling.
+ * - PCMU (G.711 μ-law, 8 kHz) as the fallback every WebRTC browser offers: μ-law and
+ *   resampling to and from 16 kHz with the audio helpers.
  */
 import OpusScript from 'opusscript';
+import { decodeMulaw, encodeMulaw } from '../audio/mulaw.js';
+import { Resampler } from '../audio/resample.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../media/channel.js';
-import { decodeMulaw, Downsampler2x, encodeMulaw, Upsampler2x } from './pcm.js';
 
 export type CodecName = 'opus' | 'PCMU';
 
@@ -69,19 +70,31 @@ class OpusCodec implements AudioCodec {
   }
 }
 
+/**
+ * A streaming resampler fed its lookahead in silence first, so that from then on every input
+ * frame gives exactly its length in output (a constant delay of a few milliseconds instead of
+ * a short first frame that would break the RTP timing).
+ */
+function primedResampler(fromRate: number, toRate: number): Resampler {
+  const resampler = new Resampler(fromRate, toRate);
+  resampler.push(new Int16Array(resampler.lookahead));
+  return resampler;
+}
+
 class PcmuCodec implements AudioCodec {
   readonly name = 'PCMU' as const;
   readonly clockRate = 8000;
   readonly frameTicks = 160;
-  private readonly up = new Upsampler2x();
-  private readonly down = new Downsampler2x();
+  private readonly up = primedResampler(8000, SAMPLE_RATE);
+  private readonly down = primedResampler(SAMPLE_RATE, 8000);
 
   decode(payload: Uint8Array): Int16Array {
-    return this.up.process(decodeMulaw(payload));
+    return this.up.push(decodeMulaw(payload));
   }
 
   encode(frame: Int16Array): Buffer {
-    return encodeMulaw(this.down.process(frame));
+    const codes = encodeMulaw(this.down.push(frame));
+    return Buffer.from(codes.buffer, codes.byteOffset, codes.length);
   }
 
   close(): void {}

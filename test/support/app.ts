@@ -15,6 +15,7 @@ import { insertTeam } from '../../src/db/repositories/teams.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startApi, type RunningApi } from '../../src/server.js';
 import type { ListContactsAddedListener } from '../../src/services/lists.js';
+import type { HostResolver } from '../../src/webhooks/addresses.js';
 import type { RouteDefinition } from '../../src/api/route.js';
 import { toApiError } from '../../src/api/middleware/errorHandler.js';
 
@@ -61,11 +62,12 @@ export async function startTestApi(opts: {
   config?: Partial<Record<keyof Config, string>>;
   routes?: RouteDefinition[];
   listContactsAdded?: ListContactsAddedListener;
+  resolveHost?: HostResolver;
 }): Promise<TestApi> {
   const pool = await testPool();
   const config = testConfig(opts.config);
   const logger = createLogger(config.LOG_LEVEL);
-  const api = await startApi({ config, pool, temporal: opts.temporal, logger, redis: opts.redis, port: 0, routes: opts.routes, listContactsAdded: opts.listContactsAdded });
+  const api = await startApi({ config, pool, temporal: opts.temporal, logger, redis: opts.redis, port: 0, routes: opts.routes, listContactsAdded: opts.listContactsAdded, resolveHost: opts.resolveHost });
   const url = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
   return {
     url,

@@ -7,7 +7,7 @@ export const eventTypeField = z
   .openapi('WebhookEventType', { description: 'docs/event-webhooks.md, "Events"' });
 
 const urlField = z
-  .string({ message: 'must be a string' })
+  .string()
   .min(1, 'must not be empty')
   .max(2048, 'must be at most 2048 characters')
   .openapi({ format: 'uri', example: 'https://example.com/webhooks', description: 'http: or https:, whose host resolves only to public addresses' });

@@ -8,7 +8,7 @@ import { WebSocket } from 'ws';
 import { createLogger } from '../../src/logging/logger.js';
 import { expectedCallToken, type AdmissionResult, type CallAdmission } from '../../src/mediaEdge/admission.js';
 import { getHeader, type SipRequest, type SipResponse } from '../../src/mediaEdge/sip/message.js';
-import { startMediaEdge, type EstablishedCall, type MediaEdge } from '../../src/mediaEdge/server.js';
+import { loadMediaEdgeConfig, startMediaEdge, type EstablishedCall, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { FAKE_ANSWER_SDP, FakeMediaAnswerer } from '../support/fakeMedia.js';
 import { SipTestClient, staticAudioOffer } from '../support/sipClient.js';
 
@@ -416,4 +416,21 @@ test('edge shutdown hangs up live calls with BYE', async () => {
   assert.ok(c.received.some((m) => m.kind === 'request' && m.method === 'BYE'));
   assert.equal((await c.closed).code, 1001);
   assert.equal(WebSocket.CLOSED, c.socket.readyState);
+});
+
+test('configuration: defaults match npm start; a bad value stops start-up naming its variable', () => {
+  const config = loadMediaEdgeConfig({ MEDIA_EDGE_SECRET: SECRET });
+  assert.equal(config.MEDIA_EDGE_WS_URL, 'ws://127.0.0.1:5070/ws');
+  assert.equal(config.API_URL, 'http://127.0.0.1:3000');
+  assert.equal(config.MEDIA_EDGE_SIP_DIGEST, false);
+  assert.equal(config.MEDIA_EDGE_MAX_CALLS_PER_SOCKET, 4);
+  assert.deepEqual(loadMediaEdgeConfig({ MEDIA_EDGE_SECRET: SECRET, MEDIA_EDGE_RTC_HOST: '203.0.113.7, 198.51.100.2' }).MEDIA_EDGE_RTC_HOST, ['203.0.113.7', '198.51.100.2']);
+  const bad: [Record<string, string>, RegExp][] = [
+    [{}, /MEDIA_EDGE_SECRET/],
+    [{ MEDIA_EDGE_SECRET: SECRET, MEDIA_EDGE_WS_URL: 'http://x/ws' }, /MEDIA_EDGE_WS_URL/],
+    [{ MEDIA_EDGE_SECRET: SECRET, MEDIA_EDGE_RTC_PORT_MIN: '40000' }, /MEDIA_EDGE_RTC_PORT_MAX/],
+    [{ MEDIA_EDGE_SECRET: SECRET, MEDIA_EDGE_RTC_PORT_MIN: '40010', MEDIA_EDGE_RTC_PORT_MAX: '40000' }, /MEDIA_EDGE_RTC_PORT_MAX/],
+    [{ MEDIA_EDGE_SECRET: SECRET, MEDIA_EDGE_SIP_DIGEST: 'maybe' }, /MEDIA_EDGE_SIP_DIGEST/],
+  ];
+  for (const [env, variable] of bad) assert.throws(() => loadMediaEdgeConfig(env), variable, JSON.stringify(env));
 });

@@ -111,6 +111,8 @@ export class WebRtcCall {
   }
 
   private async teardown(): Promise<void> {
+    const { channel, jitter } = this.stats;
+    this.logger.info({ codec: this.codec, ...channel, jitter }, 'media closed');
     clearTimeout(this.connectTimer);
     clearTimeout(this.disconnectTimer);
     this.stopTicks?.();

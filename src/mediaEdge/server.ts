@@ -31,6 +31,11 @@ export interface MediaEdgeOptions {
   admission: CallAdmission;
   /** Receives every established call; the call's channel carries its audio until it closes. */
   onCall?: (call: EstablishedCall) => void;
+  /**
+   * Every admitted call's end, established or not (an admitted call whose media never came up
+   * is one the service will otherwise only time out).
+   */
+  onCallEnded?: (callId: string, reason: ChannelCloseReason, established: boolean) => void;
   logger: Logger;
   rtc?: WebRtcOptions;
   /** The media of each call (default: WebRTC with werift); tests of the SIP layer inject a fake. */
@@ -132,10 +137,10 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
         }
         options.onCall(call);
       },
-      onCallEnded: (callId: string, reason: ChannelCloseReason) => {
+      onCallEnded: (callId: string, reason: ChannelCloseReason, established: boolean) => {
         reserved.delete(callId);
         calls.delete(callId);
-        log.debug({ callId, reason }, 'call released');
+        options.onCallEnded?.(callId, reason, established);
       },
     });
     agents.set(socket, agent);

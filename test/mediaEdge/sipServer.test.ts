@@ -37,6 +37,7 @@ const admission: CallAdmission = {
 
 const media = new FakeMediaAnswerer();
 const calls: EstablishedCall[] = [];
+const ended: [string, string, boolean][] = [];
 let edge: MediaEdge;
 const clients: SipTestClient[] = [];
 
@@ -69,6 +70,7 @@ before(async () => {
     media,
     logger: createLogger('silent'),
     onCall: (call) => calls.push(call),
+    onCallEnded: (callId, reason, established) => ended.push([callId, reason, established]),
     maxCallsPerSocket: 2,
     maxMessageBytes: 16 * 1024,
     sipT1Ms: 100,
@@ -123,6 +125,7 @@ test('an admitted INVITE gets 100 Trying and 200 OK with the SDP answer and a Co
   assert.equal((await c.finalResponse(bye)).status, 200);
   assert.equal(await call.channel.closed, 'remote_hangup');
   assert.equal(edge.calls.has(CALL_ID), false);
+  assert.deepEqual(ended.at(-1), [CALL_ID, 'remote_hangup', true]);
 });
 
 test('the edge hangs up: BYE to the browser in the dialog, answered 200; the channel closes as local_hangup', async () => {
@@ -273,6 +276,7 @@ test('CANCEL before the answer: 200 to the CANCEL, 487 to the INVITE, no call', 
   assert.equal(final.status, 487);
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(calls.length, callsBefore);
+  assert.deepEqual(ended.at(-1), [CALL_ID, 'remote_hangup', false], 'admitted, never established');
   assert.equal(c.responsesTo(dialog.invite).filter((r) => r.status >= 200).length, 1, 'exactly one final response');
   // The call id was released: the same token admits again.
   admissionDelayMs = 0;

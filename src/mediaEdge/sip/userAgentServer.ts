@@ -77,8 +77,8 @@ export interface UserAgentServerOptions {
   media: MediaAnswerer;
   logger: Logger;
   onCall: (call: EstablishedCall) => void;
-  /** An admitted call's dialog ended (whether or not it was ever established). */
-  onCallEnded?: (callId: string, reason: ChannelCloseReason) => void;
+  /** An admitted call's dialog ended; `established` says whether onCall ever saw it. */
+  onCallEnded?: (callId: string, reason: ChannelCloseReason, established: boolean) => void;
   /** host[:port] of the edge for Via and Contact, and ws or wss. */
   localHost: string;
   secure: boolean;
@@ -309,7 +309,7 @@ export class SipUserAgentServer {
     if (ended(dialog)) {
       // Cancelled while the token was being redeemed: the call exists and will end unanswered.
       log.warn({ callId: admission.callId }, 'call admitted after the INVITE was cancelled');
-      this.options.onCallEnded?.(admission.callId, 'remote_hangup');
+      this.options.onCallEnded?.(admission.callId, 'remote_hangup', false);
       return;
     }
     dialog.admitted = admission;
@@ -507,7 +507,7 @@ export class SipUserAgentServer {
     if (dialog.admitted) {
       dialog.log.info({ reason }, 'call ended');
       try {
-        this.options.onCallEnded?.(dialog.admitted.callId, reason);
+        this.options.onCallEnded?.(dialog.admitted.callId, reason, dialog.established);
       } catch (err) {
         dialog.log.error({ err }, 'onCallEnded threw');
       }

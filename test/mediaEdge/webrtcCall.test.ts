@@ -73,7 +73,12 @@ async function exchangeTones(d: Dialled, clientHz: number, edgeHz: number): Prom
   // Inbound: every frame is 20 ms of 16 kHz; the steady part carries the client's tone.
   assert.ok(inbound.length >= 50, `inbound frames: ${inbound.length}`);
   assert.ok(inbound.every((f) => f.length === FRAME_SAMPLES));
-  const steady = concat(inbound.slice(-40, -5));
+  // The steady part, less any frame the jitter buffer had to fill (a loaded machine can delay
+  // the test's own sender): most frames must carry the tone.
+  const window = inbound.slice(-40, -5);
+  const loud = window.filter((f) => rms(f) > 1000);
+  assert.ok(loud.length >= window.length * 0.8, `tone in ${loud.length} of ${window.length} frames`);
+  const steady = concat(loud);
   const frequency = zeroCrossingFrequency(steady, 16_000);
   assert.ok(Math.abs(frequency - clientHz) < clientHz * 0.03, `inbound frequency ${frequency.toFixed(1)} Hz, expected ${clientHz}`);
   const level = rms(steady);

@@ -438,3 +438,21 @@ test('configuration: defaults match npm start; a bad value stops start-up naming
   ];
   for (const [env, variable] of bad) assert.throws(() => loadMediaEdgeConfig(env), variable, JSON.stringify(env));
 });
+
+test('a 200 OK without ACK is retransmitted with a doubling interval, then the edge gives up with BYE (64 × T1)', async () => {
+  const quickEdge = await startMediaEdge({ wsUrl: 'ws://127.0.0.1:0/ws', admission, media, logger: createLogger('silent'), sipT1Ms: 20 });
+  const c = await SipTestClient.connect(quickEdge.url);
+  try {
+    const dialog = c.invite({ headers: { 'X-Session-Token': 'wst_good' } });
+    await c.finalResponse(dialog.invite);
+    const bye = (await c.waitFor((m) => m.kind === 'request' && m.method === 'BYE', 5000, 'BYE after the ACK timeout')) as SipRequest;
+    assert.equal(getHeader(bye, 'Call-ID'), dialog.callId);
+    const oks = c.responsesTo(dialog.invite).filter((r) => r.status === 200);
+    assert.ok(oks.length >= 4, `200 OK sent ${oks.length} times`);
+    assert.equal(media.sessions.at(-1)?.closeReason, 'media_lost');
+    assert.equal(quickEdge.calls.size, 0, 'never established');
+  } finally {
+    await c.close();
+    await quickEdge.close();
+  }
+});

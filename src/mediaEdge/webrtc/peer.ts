@@ -19,7 +19,7 @@ export interface WebRtcOptions {
   advertisedAddresses?: string[];
   /** Also advertise 127.0.0.1 (default true: a browser on the same machine). */
   includeLoopback?: boolean;
-  /** UDP port range for ICE sockets (default: any free port). */
+  /** UDP port range for ICE sockets (default: any free port); a call takes one port per advertised address. */
   portRange?: [number, number];
   /** Inbound jitter buffer depth (default 60 ms). */
   jitterDepthMs?: number;

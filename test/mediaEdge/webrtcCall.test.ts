@@ -191,3 +191,33 @@ test('an offer whose ICE never connects ends as media_lost within the connect ti
     await sip.close();
   }
 });
+
+test('configured addresses are advertised first and ICE sockets stay in the configured port range', async () => {
+  const ranged = await startMediaEdge({
+    wsUrl: 'ws://127.0.0.1:0/ws',
+    admission,
+    logger: createLogger('silent'),
+    onCall: (call) => established.get(call.callId)?.(call),
+    // A loopback alias stands in for a public address: test traffic stays on this machine.
+    rtc: { advertisedAddresses: ['127.0.0.2'], portRange: [47_000, 47_099] },
+  });
+  const sip = await SipTestClient.connect(ranged.url);
+  const peer = new BrowserPeer('opus');
+  const callId = `call-${++callSeq}`;
+  try {
+    const call = new Promise<EstablishedCall>((resolve) => established.set(callId, resolve));
+    const dialog = sip.invite({ headers: { 'X-Session-Token': callId }, sdp: await peer.offer() });
+    const ok = await sip.answered(dialog);
+    const candidates = [...ok.body.matchAll(/^a=candidate:\S+ \d+ udp \d+ (\S+) (\d+) typ host/gm)].map((m) => ({ address: m[1], port: Number(m[2]) }));
+    assert.equal(candidates[0]?.address, '127.0.0.2');
+    assert.ok(candidates.some((c) => c.address === '127.0.0.1'));
+    for (const c of candidates) assert.ok(c.port >= 47_000 && c.port <= 47_099, `port ${c.port} of ${c.address}`);
+    await peer.accept(ok.body);
+    await peer.connected();
+    await (await call).hangUp();
+  } finally {
+    await peer.close();
+    await sip.close();
+    await ranged.close();
+  }
+});

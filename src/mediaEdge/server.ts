@@ -1,17 +1,14 @@
 /**
  * The media edge: the WebSocket server browsers reach at MEDIA_EDGE_WS_URL (SIP over
  * WebSocket, subprotocol `sip`), one SIP user agent per socket, WebRTC audio per call.
- * Whoever runs the conversation gets each established call through `onCall`.
- *
- *   npx tsx src/mediaEdge/server.ts     # standalone, configured from the environment
+ * Whoever runs the conversation gets each established call through `onCall` (voiceEdge.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pathToFileURL } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { ConfigError } from '../config/index.js';
-import { createLogger, type Logger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { isRejection, ServiceCallAdmission, type CallAdmission } from './admission.js';
 import type { ChannelCloseReason } from './media/channel.js';
 import type { DigestCredentials } from './sip/digest.js';
@@ -287,27 +284,5 @@ export function startConfiguredMediaEdge(config: MediaEdgeConfig, logger: Logger
     ...(config.MEDIA_EDGE_SIP_DIGEST
       ? { digest: { username: config.MEDIA_EDGE_SIP_USERNAME, password: config.MEDIA_EDGE_SIP_PASSWORD, realm: config.MEDIA_EDGE_SIP_DOMAIN } }
       : {}),
-  });
-}
-
-async function main(): Promise<void> {
-  const config = loadMediaEdgeConfig();
-  const logger = createLogger(config.LOG_LEVEL);
-  const edge = await startConfiguredMediaEdge(config, logger);
-  process.stdout.write(`Media edge   ${edge.url}\n`);
-  const stop = () => {
-    edge.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof ConfigError ? err.message : `Media edge start-up failed: ${(err as Error).stack ?? String(err)}`}\n`);
-    process.exit(1);
   });
 }

@@ -1,8 +1,12 @@
 // `npm start`: everything on one machine. Postgres (embedded unless DATABASE_URL), a
-// Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker and the API.
+// Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker, the API and
+// the media edge (browser calls with real audio; docs/media-edge.md).
 import { loadConfig, ConfigError, recordingsDir } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
+import { loadMediaEdgeConfig } from './mediaEdge/server.js';
+import { createSpeechEngines, SpeechConfigError } from './mediaEdge/speech/speechEngines.js';
+import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
 import { startApi } from './server.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
@@ -19,6 +23,8 @@ process.env.WEBHOOK_ALLOW_PRIVATE_URLS ??= 'true';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
+  // Checked before anything starts: a missing speech engine stops start-up naming the variable.
+  const speech = createSpeechEngines({ TTS_PROVIDER: process.env.TTS_PROVIDER, STT_PROVIDER: process.env.STT_PROVIDER });
   installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
@@ -28,6 +34,14 @@ async function main(): Promise<void> {
   const recordings = createRecordingStore(config);
   const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings });
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings });
+  const edge = await startVoiceEdge({
+    config: loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` }),
+    logger,
+    speech,
+    recordings,
+    temporalAddress: temporal.address,
+    temporalNamespace: config.TEMPORAL_NAMESPACE,
+  });
 
   const base = `http://127.0.0.1:${api.port}`;
   process.stdout.write(
@@ -36,6 +50,7 @@ async function main(): Promise<void> {
       `Health       ${base}/api/v1/health`,
       `OpenAPI      ${base}/api/v1/openapi.json`,
       `API docs     ${base}/api/v1/docs`,
+      `Media edge   ${edge.url} (browser calls; example page: examples/web-call)`,
       `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
       `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
       `Recordings   ${config.RECORDINGS_STORE === 's3' ? `S3 bucket ${config.S3_BUCKET}` : recordingsDir(config)}`,
@@ -49,6 +64,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    await edge.close().catch((err: unknown) => logger.error({ err }, 'media edge stopped with an error'));
+    await speech.close();
     await api.close();
     await worker.shutdown().catch((err) => logger.error({ err }, 'worker stopped with an error'));
     redis?.disconnect();
@@ -61,6 +78,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : `Start-up failed: ${(err as Error).stack ?? err}`}\n`);
+  process.stderr.write(`${err instanceof ConfigError || err instanceof SpeechConfigError ? err.message : `Start-up failed: ${(err as Error).stack ?? err}`}\n`);
   process.exit(1);
 });

@@ -149,7 +149,39 @@ export async function startWebhookDeliveries(deps: WebhookDispatchDeps, deliveri
   return started.length;
 }
 
+/**
+ * Delivery workflow starts in flight at once from this process: a burst of events (a batch
+ * ending, a team with many endpoints) queues here instead of swamping Temporal with starts.
+ */
+const MAX_STARTS_IN_FLIGHT = 32;
+let startsInFlight = 0;
+const waitingForStart: (() => void)[] = [];
+
+async function startSlot(): Promise<void> {
+  if (startsInFlight < MAX_STARTS_IN_FLIGHT) {
+    startsInFlight += 1;
+    return;
+  }
+  // The slot is handed over by the start that finishes (releaseStartSlot).
+  await new Promise<void>((resolve) => waitingForStart.push(resolve));
+}
+
+function releaseStartSlot(): void {
+  const next = waitingForStart.shift();
+  if (next) next();
+  else startsInFlight -= 1;
+}
+
 async function startDeliveryWorkflow(deps: WebhookDispatchDeps, d: DeliveryToStart): Promise<void> {
+  await startSlot();
+  try {
+    await startDeliveryWorkflowNow(deps, d);
+  } finally {
+    releaseStartSlot();
+  }
+}
+
+async function startDeliveryWorkflowNow(deps: WebhookDispatchDeps, d: DeliveryToStart): Promise<void> {
   const input: WebhookDeliveryInput = { deliveryId: d.id, teamId: d.team_id, endpointId: d.endpoint_id, eventId: d.event_id, eventType: d.event_type };
   await startWorkflowOnce(deps.temporal, WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
     workflowId: webhookDeliveryWorkflowId(d.id),

@@ -9,4 +9,6 @@ export interface ContactFields {
   gender?: string;
   age?: number;
   title?: string;
+  /** IANA zone name (docs/calls.md, "Which time zone"). */
+  timezone?: string;
 }

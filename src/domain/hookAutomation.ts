@@ -1,6 +1,7 @@
 // What a webhook hook does with each accepted request, and how a request body becomes a
 // contact (docs/webhooks.md). Pure: the hook-run workflow imports it.
 import { normalizePhoneNumber } from './phone.js';
+import { canonicalTimeZone } from './timeZones.js';
 import type { ContactFields } from './contactFields.js';
 
 /** A hook's automation, stored in hooks.automation (docs/webhooks.md "The run"). */
@@ -16,7 +17,7 @@ export type MappedContact = ContactFields;
 
 export type ContactMapping = { ok: true; contact: MappedContact } | { ok: false; reason: string };
 
-type TextField = Exclude<keyof MappedContact, 'phone_number' | 'age'>;
+type TextField = Exclude<keyof MappedContact, 'phone_number' | 'age' | 'timezone'>;
 
 /**
  * Accepted names per contact field, best first. Body keys are compared after lower-casing
@@ -35,6 +36,8 @@ export const TEXT_ALIASES: Record<TextField, string[]> = {
 };
 export const FULL_NAME_ALIASES = ['fullname', 'name'];
 export const AGE_ALIASES = ['age'];
+/** An IANA zone name; anything else (an offset, a city) is ignored, like an over-long text. */
+export const TIMEZONE_ALIASES = ['timezone', 'tz', 'timezonename', 'zone'];
 /** The nested object whose fields win over top-level ones. */
 export const NESTED_CONTACT_KEY = 'contact';
 
@@ -133,6 +136,8 @@ export function mapHookContact(body: unknown, region: string): ContactMapping {
   }
   const contactAge = pick(AGE_ALIASES, age);
   if (contactAge !== undefined) contact.age = contactAge;
+  const timezone = pick(TIMEZONE_ALIASES, (v) => (typeof v === 'string' ? canonicalTimeZone(v.trim()) : undefined));
+  if (timezone !== undefined) contact.timezone = timezone;
   if (contact.first_name === undefined) {
     const fullName = pick(FULL_NAME_ALIASES, text);
     if (fullName !== undefined) {

@@ -60,6 +60,7 @@ export function listContactView(c: ContactRecord, objectData: Record<string, unk
     last_name: c.last_name,
     full_name: c.full_name,
     email: c.email,
+    timezone: c.timezone,
     object_data: objectData,
   };
 }

@@ -34,6 +34,7 @@ describe('create-contact', () => {
       gender: 'female',
       age: 36,
       title: 'Countess',
+      timezone: 'europe/london',
     });
     assert.equal(res.status, 201);
     assert.equal(res.json.success, true);
@@ -55,6 +56,7 @@ describe('create-contact', () => {
       gender: 'female',
       age: 36,
       title: 'Countess',
+      timezone: 'Europe/London',
       object_data: {},
     });
     assert.ok(!Number.isNaN(Date.parse(created_at)) && !Number.isNaN(Date.parse(updated_at)));

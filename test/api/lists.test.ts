@@ -118,6 +118,7 @@ describe('add contacts to a list', () => {
       last_name: 'One',
       full_name: 'New One',
       email: null,
+      timezone: null,
       object_data: {},
     });
     assert.equal(res.json.list_contacts[1].id, existing.json.contact_id);

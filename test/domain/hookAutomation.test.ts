@@ -13,6 +13,8 @@ describe('webhook body to contact', () => {
   const mapped: Array<[string, unknown, Record<string, unknown>]> = [
     ['phone_number and names at the top level', { phone_number: '+14155550123', first_name: 'Ada', last_name: 'Lovelace' }, { phone_number: '+14155550123', first_name: 'Ada', last_name: 'Lovelace' }],
     ['a local-format number is normalised in the default region', { phone: '(415) 555-0123' }, { phone_number: '+14155550123' }],
+    ['an IANA time zone is the contact\'s timezone, its letter case corrected', { phone: '+14155550123', time_zone: 'europe/paris' }, { phone_number: '+14155550123', timezone: 'Europe/Paris' }],
+    ['a time zone that is no IANA name is ignored', { phone: '+14155550123', tz: '+02:00', contact: { timezone: 'Mars/Base' } }, { phone_number: '+14155550123' }],
     ['"to" is a phone number', { to: '+442071838750' }, { phone_number: '+442071838750' }],
     ['a number given as a JSON number', { phone: 14155550123 }, { phone_number: '+14155550123' }],
     ['camelCase, spaced and dashed keys', { phoneNumber: '+14155550123', 'First Name': 'Ada', 'last-name': 'L', EmailAddress: 'a@b.c' }, { phone_number: '+14155550123', first_name: 'Ada', last_name: 'L', email: 'a@b.c' }],

@@ -1,4 +1,5 @@
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
+import { canonicalTimeZone } from '../../domain/timeZones.js';
 import { z } from '../schemas.js';
 
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
@@ -13,6 +14,19 @@ export const contactOptionalFields = {
   gender: optionalText(50),
   age: z.number({ message: 'must be a number' }).int('must be a whole number').min(0, 'must be between 0 and 150').max(150, 'must be between 0 and 150').nullable().optional(),
   title: optionalText(200),
+  timezone: z
+    .string({ message: 'must be an IANA time zone such as Europe/Paris' })
+    .transform((v, ctx) => {
+      const zone = canonicalTimeZone(v.trim());
+      if (!zone) {
+        ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone such as Europe/Paris' });
+        return z.NEVER;
+      }
+      return zone;
+    })
+    .nullable()
+    .optional()
+    .openapi({ type: 'string', example: 'Europe/Paris', description: 'IANA time zone of the contact; without it, the zone is derived from the number, else the team default (docs/calls.md)' }),
 };
 
 export const phoneNumberField = z
@@ -57,6 +71,7 @@ export const listContact = z
     last_name: nullableString,
     full_name: nullableString,
     email: nullableString,
+    timezone: nullableString.openapi({ description: 'IANA time zone, null when not set (calls then derive one)' }),
     object_data: z.record(z.string(), z.unknown()).openapi({
       description: 'Objects linked to the contact by type name: the object data for a unique_by_contact type, an array of object data otherwise',
     }),

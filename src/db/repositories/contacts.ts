@@ -17,6 +17,7 @@ export interface ContactRecord {
   gender: string | null;
   age: number | null;
   title: string | null;
+  timezone: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -24,7 +25,7 @@ export interface ContactRecord {
 export type { ContactFields };
 
 /** The optional fields, in column order (the phone number is handled separately). */
-export const CONTACT_OPTIONAL_FIELDS = ['first_name', 'last_name', 'email', 'address', 'location', 'gender', 'age', 'title'] as const;
+export const CONTACT_OPTIONAL_FIELDS = ['first_name', 'last_name', 'email', 'address', 'location', 'gender', 'age', 'title', 'timezone'] as const;
 
 const INSERT_COLUMNS = `team_id, phone_number, ${CONTACT_OPTIONAL_FIELDS.join(', ')}`;
 const INSERT_PLACEHOLDERS = Array.from({ length: CONTACT_OPTIONAL_FIELDS.length + 2 }, (_, i) => `$${i + 1}`).join(', ');

@@ -1,4 +1,5 @@
 import { contactRoutes } from './contacts/routes.js';
+import { doNotCallRoutes } from './do-not-call/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { healthRoutes } from './health/routes.js';
 import { hookRoutes } from './hooks/routes.js';
@@ -16,5 +17,5 @@ import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...webhookEndpointRoutes, ...webhookDeliveryRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...doNotCallRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...webhookEndpointRoutes, ...webhookDeliveryRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
 }

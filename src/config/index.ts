@@ -76,6 +76,8 @@ export const configSchema = z.object({
   // Batches (docs/batches.md): poll interval, and calls outstanding per slot of the team ceiling.
   BATCH_POLL_SECONDS: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(3600).default(2),
   BATCH_WINDOW_FACTOR: positiveInt.default(2),
+  // Carrier pacing (docs/calls.md, "Carrier pacing"): dial attempts per second per caller number.
+  DIAL_RATE_PER_NUMBER: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(1000, 'must be at most 1000').default(1),
   // Recordings (docs/media-edge.md, "Recordings"): where they are stored and how they are linked.
   RECORDINGS_STORE: z.enum(['local', 's3'], { message: 'must be local or s3' }).default('local'),
   // Unset = <DATA_DIR>/recordings (recordingsDir).

@@ -1,0 +1,179 @@
+/**
+ * Carrier pacing (docs/calls.md, "Carrier pacing"): dial attempts per second per caller
+ * number (DIAL_RATE_PER_NUMBER) and, when the team sets one, per team, shared by every
+ * worker instance through rate-limiter-flexible: its Redis limiter when REDIS_URL is set,
+ * its Postgres limiter (table dial_pacing) otherwise, its in-memory one in tests.
+ *
+ * Time is cut into slots of 1/rate seconds, aligned to the clock (slot i of a key is
+ * [i/rate, (i+1)/rate) seconds since the epoch), and each slot admits one dial: the limiter
+ * counts per (key, slot) with one point. So a calendar second holds at most `rate` dials of
+ * a number whatever the number of workers, and dials spread evenly instead of bursting at
+ * the start of each second. A call that finds its slot taken waits for the next one: in
+ * process, the waiters of one number queue first come first served and only the first
+ * asks the store; across processes the first to ask takes the slot. Workers' clocks are
+ * assumed to agree (NTP): a skew of d ms can bring two dials d ms closer.
+ */
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Pool } from '../db/pool.js';
+
+export type DialPacingStore = { kind: 'redis'; redis: Redis } | { kind: 'postgres'; pool: Pool } | { kind: 'memory' };
+
+export interface PacingKey {
+  /** The caller number (E.164). */
+  fromNumber: string;
+  teamId: string;
+  /** Dial attempts per second across the team; null = only the per-number rate. */
+  teamRate: number | null;
+}
+
+/** `at`: the clock reading whose slot the token belongs to. */
+export type TakeResult = { taken: true; at: number } | { taken: false; waitMs: number };
+
+export interface DialPacer {
+  readonly store: DialPacingStore['kind'];
+  /** Takes a dial token now if the current slots of the number (and team) are free; else how long until the next slot. */
+  tryTake(key: PacingKey): Promise<TakeResult>;
+  /**
+   * Waits, queued behind earlier waiters of the same number in this process, until a token
+   * is taken (its `at`) or `maxWaitMs` has passed (null). `onWait` runs when the first
+   * attempt finds no token and then about every second while waiting (heartbeats).
+   */
+  take(key: PacingKey, opts: { maxWaitMs: number; signal?: AbortSignal; onWait?: () => void | Promise<void> }): Promise<number | null>;
+}
+
+/** The slot of `nowMs` at `rate` per second, and when the next one starts. */
+export function paceSlot(nowMs: number, rate: number): { index: number; nextStartMs: number } {
+  const index = Math.floor((nowMs * rate) / 1000);
+  return { index, nextStartMs: Math.ceil(((index + 1) * 1000) / rate) };
+}
+
+/** Seconds a slot's counter is kept: a little longer than the slot (whole seconds, for Redis). */
+const keepSeconds = (rate: number) => Math.max(2, Math.ceil(2 / rate));
+
+function limiterFor(store: DialPacingStore): RateLimiterAbstract {
+  const common = { points: 1, duration: 2, keyPrefix: 'dialpace' };
+  switch (store.kind) {
+    case 'redis':
+      return new RateLimiterRedis({ ...common, storeClient: store.redis });
+    case 'postgres':
+      return new RateLimiterPostgres({ ...common, storeClient: store.pool, storeType: 'pool', tableName: 'dial_pacing', tableCreated: true, clearExpiredByTimeout: true });
+    case 'memory':
+      return new RateLimiterMemory(common);
+  }
+}
+
+interface Turn {
+  ready: Promise<void>;
+  go: () => void;
+  first: boolean;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    }
+    function abort() {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener('abort', abort, { once: true });
+  });
+
+export function createDialPacer(opts: { perNumberRate: number; store: DialPacingStore; clock?: () => number }): DialPacer {
+  const limiter = limiterFor(opts.store);
+  const clock = opts.clock ?? Date.now;
+  // The waiters of each number in this process, first come first served; the first one asks the store.
+  const queues = new Map<string, Turn[]>();
+
+  function enqueue(number: string): Turn {
+    let go!: () => void;
+    const ready = new Promise<void>((resolve) => (go = resolve));
+    const turn: Turn = { ready, go, first: false };
+    const queue = queues.get(number) ?? [];
+    queues.set(number, queue);
+    queue.push(turn);
+    if (queue.length === 1) turn.first = true;
+    return turn;
+  }
+
+  function dequeue(number: string, turn: Turn): void {
+    const queue = queues.get(number);
+    if (!queue) return;
+    const i = queue.indexOf(turn);
+    if (i >= 0) queue.splice(i, 1);
+    if (i === 0 && queue.length) {
+      queue[0].first = true;
+      queue[0].go();
+    }
+    if (queue.length === 0) queues.delete(number);
+  }
+
+  async function consume(prefix: string, id: string, rate: number, now: number): Promise<{ taken: true; key: string } | { taken: false; waitMs: number }> {
+    const slot = paceSlot(now, rate);
+    const key = `${prefix}:${id}:${slot.index}`;
+    try {
+      await limiter.consume(key, 1, { customDuration: keepSeconds(rate) });
+      return { taken: true, key };
+    } catch (err) {
+      if (err instanceof RateLimiterRes) return { taken: false, waitMs: Math.max(1, slot.nextStartMs - now) };
+      throw err;
+    }
+  }
+
+  async function tryTake(key: PacingKey): Promise<TakeResult> {
+    const now = clock();
+    const number = await consume('n', key.fromNumber, opts.perNumberRate, now);
+    if (!number.taken) return number;
+    if (!key.teamRate) return { taken: true, at: now };
+    const team = await consume('t', key.teamId, key.teamRate, now).catch(async (err: unknown) => {
+      await limiter.reward(number.key, 1).catch(() => undefined);
+      throw err;
+    });
+    if (team.taken) return { taken: true, at: now };
+    // The number's slot goes back, so another call of this number may use it (best effort).
+    await limiter.reward(number.key, 1).catch(() => undefined);
+    return team;
+  }
+
+  return {
+    store: opts.store.kind,
+    tryTake,
+    async take(key, { maxWaitMs, signal, onWait }) {
+      const deadline = clock() + maxWaitMs;
+      const turn = enqueue(key.fromNumber);
+      let waited = false;
+      const waiting = async () => {
+        waited = true;
+        await onWait?.();
+      };
+      try {
+        while (!turn.first) {
+          const left = deadline - clock();
+          if (left <= 0) return null;
+          await waiting();
+          await Promise.race([turn.ready, sleep(Math.min(1000, left), signal)]);
+        }
+        for (;;) {
+          const result = await tryTake(key);
+          if (result.taken) return result.at;
+          if (!waited) await waiting();
+          const left = deadline - clock();
+          if (left <= 0) return null;
+          // Sleep until the next slot, waking every second to say we still wait.
+          const ms = Math.min(result.waitMs, left);
+          for (let slept = 0; slept < ms; slept += 1000) {
+            await sleep(Math.min(1000, ms - slept), signal);
+            if (ms - slept > 1000) await waiting();
+          }
+        }
+      } finally {
+        dequeue(key.fromNumber, turn);
+      }
+    },
+  };
+}

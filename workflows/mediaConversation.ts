@@ -14,10 +14,11 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { SystemNote } from '../src/domain/calls.js';
+import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
 import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type MediaEdgeActivities } from './contracts.js';
 import { waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
 import { runScript, type ScriptVoice, type VoiceQuestion } from './scriptRunner.js';
@@ -45,18 +46,48 @@ function edgeActivities(taskQueue: string) {
   });
 }
 
-/** Speaks and listens through the edge; one reprompt when the caller stays silent. */
-function edgeVoice(edge: ReturnType<typeof edgeActivities>, callId: string): ScriptVoice {
+/**
+ * Whether an edge activity that failed had begun on the call: the caller's hang-up or the
+ * media's loss reached it mid-line (the edge says so in the failure's details), or the
+ * call's end cancelled it in flight. Its line was heard, at least in part.
+ */
+function lineBegun(err: unknown): boolean {
+  if (isCancellation(err)) return true;
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
+  const { type, details } = err.cause;
+  if (type !== CALLER_HUNG_UP && type !== CALL_MEDIA_LOST) return false;
+  return (details?.[0] as { started?: boolean } | undefined)?.started !== false;
+}
+
+/** Patch id: lines the call ended during are written to the transcript (older histories replay without it). */
+export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
+
+/**
+ * Speaks and listens through the edge; one reprompt when the caller stays silent. When the
+ * call ends during a step, the step's lines said so far go to `saidBeforeEnd` (the script
+ * runner writes a step's turns only once it completes) before the failure goes on.
+ */
+function edgeVoice(edge: ReturnType<typeof edgeActivities>, callId: string, saidBeforeEnd: (lines: string[]) => Promise<void>): ScriptVoice {
+  async function speaking<T>(lines: string[], run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      if (lineBegun(err) && patched(LINES_SAID_AT_END_PATCH)) await saidBeforeEnd(lines);
+      throw err;
+    }
+  }
   return {
     async say(stepId, text) {
-      await edge.speakToCaller({ callId, stepId, text });
+      await speaking([text], () => edge.speakToCaller({ callId, stepId, text }));
     },
     async ask(q: VoiceQuestion) {
       const hint: AnswerHint = { expect: q.expect, ...(q.phrases ? { phrases: q.phrases } : {}) };
-      const first = await edge.askCaller({ callId, stepId: q.stepId, prompt: q.question, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+      const first = await speaking([q.question], () => edge.askCaller({ callId, stepId: q.stepId, prompt: q.question, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS }));
       if (first.kind === 'utterance') return { text: first.text, reprompts: [] };
       const reprompt = `${REPROMPT_PREFIX} ${q.question}`;
-      const second = await edge.askCaller({ callId, stepId: q.stepId, prompt: reprompt, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+      const second = await speaking([q.question, reprompt], () =>
+        edge.askCaller({ callId, stepId: q.stepId, prompt: reprompt, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS }),
+      );
       return { text: second.kind === 'utterance' ? second.text : null, reprompts: [reprompt] };
     },
   };
@@ -91,16 +122,17 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
 
   // The script runs in a scope the caller's hang-up can cancel; the edge's `ended` event races it.
   const scriptScope = new CancellationScope();
+  // Writes finish even when the scope is cancelled mid-step: what was said stays said.
+  const appendTurns = (turns: ConversationTurn[]) => CancellationScope.nonCancellable(() => ctx.appendTurns(turns));
   const script = scriptScope.run(() =>
     runScript(
       context.script.definition,
       { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } },
       {
         callId: ctx.input.callId,
-        // Writes finish even when the scope is cancelled mid-step: what was said stays said.
-        appendTurns: (turns) => CancellationScope.nonCancellable(() => ctx.appendTurns(turns)),
+        appendTurns,
         appendSystemNotes: (notes) => CancellationScope.nonCancellable(() => ctx.appendSystemNotes(notes)),
-        voice: edgeVoice(edge, ctx.input.callId),
+        voice: edgeVoice(edge, ctx.input.callId, (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text })))),
       },
     ).then(
       (run) => ({ kind: 'script' as const, run }),

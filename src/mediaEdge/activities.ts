@@ -22,10 +22,21 @@ import type { ChannelCloseReason } from './media/channel.js';
 /** Heartbeat this often: well inside the workflow's heartbeat timeout. */
 export const HEARTBEAT_INTERVAL_MS = 1_000;
 
-function mediaGone(callId: string, reason: ChannelCloseReason | undefined): ApplicationFailure {
-  if (reason === 'remote_hangup') return ApplicationFailure.nonRetryable(`The caller hung up call ${callId}`, CALLER_HUNG_UP);
+/** The details of a CallerHungUp or CallMediaLost failure (the call workflow reads `started`). */
+export interface MediaGoneDetails {
+  started: boolean;
+}
+
+/**
+ * The failure of an activity whose call's media is gone. Its details say whether the
+ * activity had begun on the call (`{ started }`): a line it had begun playing was heard,
+ * at least in part, and belongs in the transcript.
+ */
+function mediaGone(callId: string, reason: ChannelCloseReason | undefined, started: boolean): ApplicationFailure {
+  const details = [{ started } satisfies MediaGoneDetails];
+  if (reason === 'remote_hangup') return ApplicationFailure.create({ message: `The caller hung up call ${callId}`, type: CALLER_HUNG_UP, nonRetryable: true, details });
   const why = reason === 'media_lost' ? 'its media was lost' : reason === 'local_hangup' ? 'it was hung up' : 'it is not on this media edge';
-  return ApplicationFailure.nonRetryable(`Call ${callId} has no media: ${why}`, CALL_MEDIA_LOST);
+  return ApplicationFailure.create({ message: `Call ${callId} has no media: ${why}`, type: CALL_MEDIA_LOST, nonRetryable: true, details });
 }
 
 /**
@@ -34,7 +45,7 @@ function mediaGone(callId: string, reason: ChannelCloseReason | undefined): Appl
  */
 async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: LiveCall, signal: AbortSignal) => Promise<T>): Promise<T> {
   const call = calls.get(callId);
-  if (!call) throw mediaGone(callId, calls.endingOf(callId));
+  if (!call) throw mediaGone(callId, calls.endingOf(callId), false);
   const ctx = Context.current();
   const abort = new AbortController();
   const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
@@ -48,11 +59,11 @@ async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: L
     return reason;
   });
   try {
-    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason)))]);
+    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason, true)))]);
     return result;
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw err;
-    if (closedReason) throw mediaGone(callId, closedReason);
+    if (closedReason) throw mediaGone(callId, closedReason, true);
     throw err;
   } finally {
     clearInterval(heartbeat);

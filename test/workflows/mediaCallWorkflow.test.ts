@@ -227,6 +227,11 @@ describe('a call on the media edge: the workflow runs the script through the edg
       for (let i = 0; i < 100 && edge.cancelledAsks === 0; i++) await new Promise((r) => setTimeout(r, 50));
       assert.equal(edge.cancelledAsks, 1, 'the prompt in flight was cancelled on the edge');
       assert.equal(edge.hangUps, 0, 'the agent does not hang up a call the caller left');
+      assert.deepEqual(
+        (await callRow(pool, callId)).conversation.map((t) => `${t.role}: ${t.text}`),
+        ['agent: Hello, this is your assistant.', 'agent: Please say your account number, one digit at a time.'],
+        'the question the caller left during was said: it is in the transcript',
+      );
     } finally {
       await edge.stop();
     }
@@ -239,8 +244,10 @@ describe('a call on the media edge: the workflow runs the script through the edg
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
       assert.deepEqual(await result(callId), { callId, status: 'dropout', endReason: 'connection_lost' });
-      const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'media');
+      const row = await callRow(pool, callId);
+      const note = row.system_notes.find((n) => n.kind === 'media');
       assert.match(note?.text ?? '', /ICE connection failed/);
+      assert.equal(row.conversation.at(-1)?.text, 'Please say your account number, one digit at a time.', 'the question under way when the media went is in the transcript');
     } finally {
       await edge.stop();
     }

@@ -112,3 +112,22 @@ export function nextWindowOpening(epochMs: number, window: CallingWindow, timeZo
   }
   throw new Error('calling window never opens');
 }
+
+/**
+ * The first instant after `epochMs` at which the window is closed: `epochMs` itself when it
+ * is closed now, Infinity for a window that never closes (every day, 00:00 to 24:00).
+ */
+export function nextWindowClosing(epochMs: number, window: CallingWindow, timeZone: string): number {
+  if (!isWindowOpen(epochMs, window, timeZone)) return epochMs;
+  const { start, end, days } = bounds(window);
+  const today = zonedParts(epochMs, timeZone);
+  // The open stretch began today or yesterday (across midnight); back-to-back days extend it.
+  for (let i = -1; i <= 8; i += 1) {
+    const date = addDays(today.year, today.month, today.day, i);
+    if (!days.has(date.weekday)) continue;
+    const endDate = start < end ? date : addDays(date.year, date.month, date.day, 1);
+    const closes = zonedInstant(endDate.year, endDate.month, endDate.day, end, timeZone);
+    if (closes > epochMs && !isWindowOpen(closes, window, timeZone)) return closes;
+  }
+  return Number.POSITIVE_INFINITY;
+}

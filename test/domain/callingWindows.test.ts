@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import {
   callingWindowProblems,
   isWindowOpen,
+  nextWindowClosing,
   nextWindowOpening,
   parseClockTime,
   parseDaysSpec,
@@ -144,4 +145,17 @@ test('validation names each field; days specs read the operator’s way', () => 
   assert.deepEqual(parseDaysSpec(' Mon-Wed , fri '), ['mon', 'tue', 'wed', 'fri']);
   assert.deepEqual(parseDaysSpec('daily'), [...WEEKDAYS]);
   for (const bad of ['', 'monday', 'mon-', 'mon-fri-sat', 'mon,,fri']) assert.equal(parseDaysSpec(bad), undefined, bad);
+});
+
+test('the window closes at its end, the next day across midnight, never when days join end to end', () => {
+  assert.equal(iso(nextWindowClosing(at('2027-01-12T10:00:00Z'), weekdays, 'Europe/Paris')), '2027-01-12T19:00:00.000Z');
+  assert.equal(nextWindowClosing(at('2027-01-12T20:00:00Z'), weekdays, 'Europe/Paris'), at('2027-01-12T20:00:00Z'));
+  const night: CallingWindow = { days: ['fri'], start: '22:00', end: '02:00' };
+  assert.equal(iso(nextWindowClosing(at('2027-01-16T01:00:00Z'), night, 'UTC')), '2027-01-16T02:00:00.000Z');
+  const joined: CallingWindow = { days: ['mon', 'tue'], start: '00:00', end: '24:00' };
+  assert.equal(iso(nextWindowClosing(at('2027-01-11T12:00:00Z'), joined, 'UTC')), '2027-01-13T00:00:00.000Z');
+  assert.equal(nextWindowClosing(at('2027-01-11T12:00:00Z'), { days: [...WEEKDAYS], start: '00:00', end: '24:00' }, 'UTC'), Number.POSITIVE_INFINITY);
+  // Fall-back day in New York: 20:00 EST is 01:00 UTC the next day.
+  const daily: CallingWindow = { days: [...WEEKDAYS], start: '09:00', end: '20:00' };
+  assert.equal(iso(nextWindowClosing(at('2026-11-01T15:00:00Z'), daily, 'America/New_York')), '2026-11-02T01:00:00.000Z');
 });

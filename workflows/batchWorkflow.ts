@@ -37,7 +37,7 @@ const batches = proxyActivities<BatchActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
-const NO_PROGRESS: BatchProgress = { total: 0, pending: 0, calling: 0, in_progress: 0, skipped: 0, done: {}, done_total: 0 };
+const NO_PROGRESS: BatchProgress = { total: 0, pending: 0, calling: 0, in_progress: 0, skipped: 0, skipped_dnc: 0, done: {}, done_total: 0, attempts: 0 };
 
 export async function batchWorkflow(input: BatchWorkflowInput): Promise<BatchWorkflowResult> {
   const state: BatchWorkflowState = {

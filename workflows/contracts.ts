@@ -4,7 +4,9 @@
  * this file from here.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { CallingWindow } from '../src/domain/callingWindows.js';
 import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
+import type { RetryPolicy } from '../src/domain/retryPolicy.js';
 
 // ---- Failure types of activities (activities/index.ts) ----
 // An activity that fails for good throws a non-retryable ApplicationFailure of one of
@@ -67,6 +69,13 @@ export interface CallWorkflowInput {
   type: 'outbound' | 'inbound' | 'web';
   /** ISO date-time; the workflow waits durably until then. */
   scheduledTime: string;
+  /** The dialing policy resolved when the call was scheduled (docs/calls.md); absent for calls from before it. */
+  callingWindow?: CallingWindow | null;
+  /** The IANA zone the calling window is read in. */
+  timezone?: string | null;
+  retryPolicy?: RetryPolicy | null;
+  /** The call's place in its retry chain, 1 for the first call. */
+  attempt?: number;
 }
 
 export interface CallWorkflowResult {
@@ -118,9 +127,13 @@ export interface BatchProgress {
   calling: number;
   in_progress: number;
   skipped: number;
-  /** Contacts whose call ended, by the call's terminal status. */
+  /** The part of `skipped` that was on the do-not-call list. */
+  skipped_dnc: number;
+  /** Contacts whose chain of calls ended, by the terminal status of its last call. */
   done: Record<string, number>;
   done_total: number;
+  /** Calls made so far, retries included. */
+  attempts: number;
 }
 
 export interface BatchWorkflowInput {

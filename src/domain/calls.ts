@@ -29,14 +29,18 @@ export function isTerminalStatus(status: string): status is TerminalStatus {
 
 /**
  * Where a call is within its status (the `progress` field):
- * - scheduled: `waiting_for_scheduled_time`, then `waiting_for_slot` (due, queued under the
- *   team ceiling), or `waiting_for_connection` (a web call waiting for the browser);
+ * - scheduled: `waiting_for_scheduled_time`, `waiting_for_window` (due outside its calling
+ *   window), `waiting_for_slot` (due, queued under the team ceiling), `waiting_for_dial_slot`
+ *   (holding a slot, paced by the carrier rate), or `waiting_for_connection` (a web call
+ *   waiting for the browser);
  * - in-progress: `dialling`, `ringing`, `in_conversation`;
  * - terminal: `analysing` (post-call analysis pending), then `done`.
  */
 export const CALL_PROGRESS = [
   'waiting_for_scheduled_time',
+  'waiting_for_window',
   'waiting_for_slot',
+  'waiting_for_dial_slot',
   'waiting_for_connection',
   'dialling',
   'ringing',
@@ -63,6 +67,7 @@ export const END_REASONS = {
   not_connected: 'failed',
   call_timeout: 'failed',
   workflow_lost: 'failed',
+  do_not_call: 'failed',
   cancelled: 'cancelled',
 } as const satisfies Record<string, TerminalStatus>;
 export type EndReason = keyof typeof END_REASONS;

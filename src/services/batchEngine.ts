@@ -9,7 +9,9 @@
  *   4. calls still waiting for contacts that left the list are cancelled;
  *   5. while running: pending contacts get their call (the same call id for the same
  *      contact, always) until the batch has maxConcurrent × BATCH_WINDOW_FACTOR calls
- *      outstanding; contacts no longer on the list, or without a number, are skipped;
+ *      outstanding; contacts no longer on the list, without a number or on the do-not-call
+ *      list are skipped; contacts whose calling window is closed now wait, pending, for a
+ *      later tick (their call would only wait in line);
  *   6. nothing pending, nothing calling and the list read to its end: completed.
  */
 import { withTransaction } from '../db/pool.js';
@@ -27,13 +29,18 @@ import {
   type BatchRecord,
   type BatchStatus,
 } from '../db/repositories/batches.js';
+import { findTeamDialingPolicy } from '../db/repositories/dialingPolicies.js';
+import { numbersOnDoNotCall } from '../db/repositories/doNotCall.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { findTeam } from '../db/repositories/teams.js';
+import { isWindowOpen } from '../domain/callingWindows.js';
 import { nameBasedUuid } from '../domain/ids.js';
 import type { BatchProgress } from '../../workflows/contracts.js';
 import { cancelWaitingCalls, readProgress, type BatchServiceDeps } from './batches.js';
 import { scheduleCall } from './calls.js';
+import { resolveTimeZone } from './dialingPolicy.js';
+import { ON_DO_NOT_CALL } from './doNotCall.js';
 import { isUseCaseError, notFound } from './errors.js';
 import { batchCompletedEvent, withWebhookEvents } from './webhookEvents.js';
 
@@ -42,6 +49,8 @@ const INTAKE_PAGE = 1000;
 const INTAKE_PAGES_PER_TICK = 20;
 /** scheduleCall requests in flight at once within one tick. */
 const DISPATCH_PARALLELISM = 8;
+/** Pending contacts a tick looks at, at most, to find ones whose calling window is open. */
+const MAX_SCAN_PER_TICK = 2000;
 
 // A fixed namespace for the call ids of batches (UUID v5, RFC 9562).
 const BATCH_CALL_NAMESPACE = Buffer.from('6f0d5b3c8a4e4f1b9c2d7e8f9a0b1c2d', 'hex');
@@ -134,23 +143,39 @@ async function missingReference(deps: BatchServiceDeps, batch: BatchRecord): Pro
  * (scheduleCall answers the existing call).
  */
 async function dispatch(deps: BatchServiceDeps, batch: BatchRecord): Promise<{ dispatched: number; failure?: string }> {
-  const team = await findTeam(deps.pool, batch.team_id);
+  const [team, policy] = await Promise.all([findTeam(deps.pool, batch.team_id), findTeamDialingPolicy(deps.pool, batch.team_id)]);
   const window = (team?.max_concurrent ?? 1) * deps.config.BATCH_WINDOW_FACTOR;
+  // The batch's own calling window overrides the team's; its retry policy, when set, too.
+  const callingWindow = batch.calling_window_set ? batch.calling_window : policy.calling_window;
+  const now = Date.now();
   let dispatched = 0;
-  // Each round fills the window; another round runs only when skipped contacts left room.
-  for (let round = 0; round < 20; round += 1) {
+  let afterSeq = -1;
+  let scanned = 0;
+  // Each round fills the window; another round runs while skipped or waiting contacts left room.
+  for (let round = 0; round < 50 && scanned < MAX_SCAN_PER_TICK; round += 1) {
     const calling = (await batchCounts(deps.pool, batch.id)).calling ?? 0;
     const room = window - calling;
-    const next = await nextPendingContacts(deps.pool, batch.id, batch.list_id, room);
+    if (room <= 0) break;
+    const next = await nextPendingContacts(deps.pool, batch.id, batch.list_id, Math.min(Math.max(room, 100), MAX_SCAN_PER_TICK - scanned), afterSeq);
     if (next.length === 0) break;
+    scanned += next.length;
+    afterSeq = next[next.length - 1].seq;
     const removed = next.filter((c) => !c.member).map((c) => c.contact_id);
     const noPhone = next.filter((c) => c.member && !c.has_phone).map((c) => c.contact_id);
-    const callable = next.filter((c) => c.member && c.has_phone);
+    const withPhone = next.filter((c) => c.member && c.has_phone);
+    const listed = await numbersOnDoNotCall(deps.pool, batch.team_id, withPhone.map((c) => c.phone_number!));
+    const onList = withPhone.filter((c) => listed.has(c.phone_number!)).map((c) => c.contact_id);
+    const callable = withPhone
+      .filter((c) => !listed.has(c.phone_number!))
+      .filter((c) => !callingWindow || isWindowOpen(now, callingWindow, resolveTimeZone(c, policy)))
+      .slice(0, room);
     if (removed.length) await withTransaction(deps.pool, (tx) => markContactsSkipped(tx, batch.id, removed, 'removed_from_list'));
     if (noPhone.length) await withTransaction(deps.pool, (tx) => markContactsSkipped(tx, batch.id, noPhone, 'no_phone_number'));
+    if (onList.length) await withTransaction(deps.pool, (tx) => markContactsSkipped(tx, batch.id, onList, 'do_not_call'));
 
     const scheduled: string[] = [];
     const vanished: string[] = [];
+    const listedSince: string[] = [];
     let failure: string | undefined;
     let unexpected: unknown;
     for (let i = 0; i < callable.length; i += DISPATCH_PARALLELISM) {
@@ -163,6 +188,8 @@ async function dispatch(deps: BatchServiceDeps, batch: BatchRecord): Promise<{ d
             scriptId: batch.script_id,
             contact: { id: c.contact_id },
             callId: c.call_id,
+            callingWindow,
+            retryPolicy: batch.retry_policy ?? undefined,
           }),
         ),
       );
@@ -170,6 +197,7 @@ async function dispatch(deps: BatchServiceDeps, batch: BatchRecord): Promise<{ d
       results.forEach((r, j) => {
         if (r.status === 'fulfilled') scheduled.push(chunk[j].contact_id);
         else if (missing && isUseCaseError(r.reason, 'not_found')) failure ??= missing;
+        else if (isUseCaseError(r.reason, 'conflict') && r.reason.message === ON_DO_NOT_CALL) listedSince.push(chunk[j].contact_id);
         else if (isUseCaseError(r.reason, 'not_found', 'invalid')) vanished.push(chunk[j].contact_id);
         else unexpected ??= r.reason;
       });
@@ -177,9 +205,9 @@ async function dispatch(deps: BatchServiceDeps, batch: BatchRecord): Promise<{ d
     }
     dispatched += await withTransaction(deps.pool, (tx) => markContactsCalling(tx, batch.id, scheduled));
     if (vanished.length) await withTransaction(deps.pool, (tx) => markContactsSkipped(tx, batch.id, vanished, 'no_phone_number'));
+    if (listedSince.length) await withTransaction(deps.pool, (tx) => markContactsSkipped(tx, batch.id, listedSince, 'do_not_call'));
     if (failure) return { dispatched, failure };
     if (unexpected) throw unexpected;
-    if (removed.length + noPhone.length + vanished.length === 0) break;
   }
   return { dispatched };
 }

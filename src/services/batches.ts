@@ -25,7 +25,9 @@ import { findList } from '../db/repositories/lists.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { findTeam } from '../db/repositories/teams.js';
+import { callingWindowProblems, normalizeCallingWindow, type CallingWindow } from '../domain/callingWindows.js';
 import { normalizePhoneNumber } from '../domain/phone.js';
+import { retryPolicyProblems, type RetryPolicy } from '../domain/retryPolicy.js';
 import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../temporal/searchAttributes.js';
 import { startWorkflowOnce } from '../temporal/startOnce.js';
 import {
@@ -63,6 +65,10 @@ export interface CreateBatchInput {
   fromNumber: string;
   /** Default now. */
   startAt?: Date;
+  /** The batch's calling window: a window, null for none (any time), undefined for the team's. */
+  callingWindow?: CallingWindow | null;
+  /** The retry policy of its calls; undefined for the team's. */
+  retryPolicy?: RetryPolicy | null;
   workflow?: BatchWorkflowOptions;
 }
 
@@ -76,6 +82,14 @@ export async function createBatch(deps: BatchServiceDeps, input: CreateBatchInpu
   if (!fromNumber) throw invalid('Invalid request: from_number is not a valid phone number');
   const startAt = input.startAt ?? new Date();
   if (Number.isNaN(startAt.getTime())) throw invalid('Invalid request: start_at must be an ISO 8601 date-time');
+  if (input.callingWindow) {
+    const problems = callingWindowProblems(input.callingWindow);
+    if (problems.length) throw invalid(`Invalid request: ${problems.map(([field, message]) => `calling_window.${field} ${message}`).join('; ')}`);
+  }
+  if (input.retryPolicy) {
+    const problems = retryPolicyProblems(input.retryPolicy);
+    if (problems.length) throw invalid(`Invalid request: ${problems.map(([field, message]) => `retry_policy${field ? `.${field}` : ''} ${message}`).join('; ')}`);
+  }
   if (!(await findTeam(deps.pool, input.teamId))) throw notFound('Team not found');
   const [list, script, number] = await Promise.all([
     findList(deps.pool, input.teamId, input.listId),
@@ -85,7 +99,15 @@ export async function createBatch(deps: BatchServiceDeps, input: CreateBatchInpu
   if (!list) throw notFound(LIST_NOT_FOUND);
   if (!script) throw notFound(SCRIPT_NOT_FOUND);
   if (!number) throw notFound(FROM_NUMBER_NOT_FOUND);
-  const batch = await insertBatch(deps.pool, { teamId: input.teamId, listId: list.id, scriptId: script.id, fromNumber, startAt });
+  const batch = await insertBatch(deps.pool, {
+    teamId: input.teamId,
+    listId: list.id,
+    scriptId: script.id,
+    fromNumber,
+    startAt,
+    callingWindow: input.callingWindow === undefined ? undefined : input.callingWindow && normalizeCallingWindow(input.callingWindow),
+    retryPolicy: input.retryPolicy,
+  });
   try {
     await startBatchWorkflow(deps, batch, input.workflow);
   } catch (err) {
@@ -202,7 +224,9 @@ export async function readProgress(deps: Pick<BatchServiceDeps, 'pool'>, batchId
   const pending = counts.pending ?? 0;
   const calling = counts.calling ?? 0;
   const skipped = counts.skipped ?? 0;
-  return { total: pending + calling + skipped + doneTotal, pending, calling, in_progress: inProgress, skipped, done, done_total: doneTotal };
+  // Batches from before attempts were counted made one call per contact called.
+  const attempts = counts.attempts ?? calling + doneTotal;
+  return { total: pending + calling + skipped + doneTotal, pending, calling, in_progress: inProgress, skipped, skipped_dnc: counts.skipped_dnc ?? 0, done, done_total: doneTotal, attempts };
 }
 
 export interface BatchView {

@@ -16,18 +16,23 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import {
   cancelScheduledCall,
   completeCall,
+  findCallById,
   findCallsWithoutWorkflow,
   findStaleOpenCalls,
   findTeamCall,
   insertCall,
+  linkNextAttempt,
   markWorkflowStarted,
   type CallRecord,
 } from '../db/repositories/calls.js';
+import { findTeamDialingPolicy } from '../db/repositories/dialingPolicies.js';
 import { findContactById, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
 import { releaseSlot, slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
+import type { CallingWindow } from '../domain/callingWindows.js';
 import { isRetryable, type CallType } from '../domain/calls.js';
+import type { RetryPolicy } from '../domain/retryPolicy.js';
 import { isUuid } from '../domain/ids.js';
 import type { Logger } from '../logging/logger.js';
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../temporal/searchAttributes.js';
@@ -42,6 +47,8 @@ import {
   type CallWorkflowInput,
 } from '../../workflows/contracts.js';
 import { normalizeContactInput, normalizePhoneField, type ContactInput } from './contacts.js';
+import { resolveCallPolicy } from './dialingPolicy.js';
+import { assertNotOnDoNotCall } from './doNotCall.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
 import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents, withWebhookEvents } from './webhookEvents.js';
@@ -70,6 +77,13 @@ export interface ScheduleCallInput {
   type?: CallType;
   originalCallId?: string;
   participantIdentity?: string;
+  /** The call's calling window: a window, null for none (any time), undefined for the team's default. */
+  callingWindow?: CallingWindow | null;
+  /** The call's retry policy: a policy, null for none, undefined for the team's default. */
+  retryPolicy?: RetryPolicy | null;
+  /** A later attempt of a chain: its number, and the call it follows (whose next_attempt_call_id it becomes). */
+  attempt?: number;
+  previousCallId?: string;
 }
 
 export interface ScheduledCall {
@@ -97,8 +111,10 @@ function parseScheduledTime(value: Date | string | undefined): Date {
 }
 
 /**
- * Validates the number and script (not found), upserts the contact (and links `objects`),
- * writes the call row and starts its workflow. With `callId` every step is idempotent.
+ * Validates the number and script (not found), refuses a number on the do-not-call list
+ * (conflict), upserts the contact (and links `objects`), resolves the dialing policy (calling
+ * window, zone, retry policy: docs/calls.md), writes the call row and starts its workflow.
+ * With `callId` every step is idempotent.
  */
 export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInput): Promise<ScheduledCall> {
   const type = input.type ?? 'outbound';
@@ -118,12 +134,21 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
   if (fromNumber && !number) throw notFound(type === 'web' ? DID_NOT_FOUND : FROM_NUMBER_NOT_FOUND);
 
   const { call, created, deliveries } = await withTransaction(deps.pool, async (tx) => {
+    // A request repeated with the same call id answers the call it made, listed since or not.
+    const existing = input.callId ? await findCallById(tx, callId) : undefined;
+    // Refused before any write (this transaction rolls back the contact's upsert).
+    if (!existing && type !== 'web' && contactFields) await assertNotOnDoNotCall(tx, input.teamId, contactFields.phone_number);
     const contact = contactFields
       ? (await upsertContactByPhone(tx, input.teamId, contactFields)).contact
       : await findContactById(tx, input.teamId, (input.contact as { id: string }).id);
     if (!contact) throw notFound(CONTACT_NOT_FOUND);
     if (type !== 'web' && !contact.phone_number) throw invalid('Invalid request: the contact has no phone number');
+    if (!existing && type !== 'web' && !contactFields) await assertNotOnDoNotCall(tx, input.teamId, contact.phone_number!);
     if (input.objects && Object.keys(input.objects).length) await linkObjectsToContact(tx, input.teamId, contact.id, input.objects);
+    const policy =
+      type === 'web' || existing
+        ? undefined
+        : resolveCallPolicy(await findTeamDialingPolicy(tx, input.teamId), contact, { callingWindow: input.callingWindow, retryPolicy: input.retryPolicy }, scheduledTime);
     const inserted = await insertCall(tx, {
       id: callId,
       teamId: input.teamId,
@@ -137,7 +162,13 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       objects: input.objects ?? null,
       originalCallId: input.originalCallId ?? null,
       participantIdentity: input.participantIdentity ?? null,
+      attempt: input.attempt ?? 1,
+      callingWindow: policy?.callingWindow ?? null,
+      timezone: policy?.timezone ?? null,
+      retryPolicy: policy?.retryPolicy ?? null,
+      dialAfter: policy?.dialAfter ?? null,
     });
+    if (inserted.created && input.previousCallId) await linkNextAttempt(tx, input.previousCallId, inserted.call.id);
     const deliveries = inserted.created ? await recordWebhookEvents(tx, [callEvent('call.scheduled', inserted.call)]) : [];
     return { ...inserted, deliveries };
   });
@@ -163,6 +194,11 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
     teamId: call.team_id,
     type: call.type as CallWorkflowInput['type'],
     scheduledTime: call.scheduled_time.toISOString(),
+    // The dialing policy the call was scheduled with (docs/calls.md): the workflow decides with it.
+    callingWindow: call.calling_window,
+    timezone: call.timezone,
+    retryPolicy: call.retry_policy,
+    attempt: call.attempt,
   };
   await startWorkflowOnce(deps.temporal, CALL_WORKFLOW_TYPE, {
     workflowId: callWorkflowId(call.id),
@@ -211,15 +247,34 @@ export async function retryCall(
   if (!original) throw notFound(CALL_NOT_FOUND);
   if (original.type === 'web') throw conflict(`Call cannot be retried: it is a web call (its status is ${original.status})`, { status: original.status });
   if (!isRetryable(original)) throw conflict(`Call cannot be retried: its status is ${original.status}`, { status: original.status });
+  return scheduleNextAttemptOf(deps, original, opts);
+}
+
+/**
+ * The next attempt of a call's chain, the way retry-call makes it: a new call with the same
+ * script, number and contact, the chain's calling window and retry policy, `attempt` one
+ * more, `original_call_id` the chain's first call, and the previous call's
+ * `next_attempt_call_id` set in the same transaction. Refused (conflict) when the number is
+ * on the do-not-call list. The caller checks that the call may be retried.
+ */
+export async function scheduleNextAttemptOf(
+  deps: CallServiceDeps,
+  previous: CallRecord,
+  opts: { scheduledTime?: Date | string; callId?: string },
+): Promise<ScheduledCall> {
   return scheduleCall(deps, {
-    teamId,
-    fromNumber: original.from_number,
-    scriptId: original.script_id,
-    contact: { id: original.contact_id },
+    teamId: previous.team_id,
+    fromNumber: previous.from_number,
+    scriptId: previous.script_id,
+    contact: { id: previous.contact_id },
     scheduledTime: opts.scheduledTime,
     callId: opts.callId,
-    type: original.type as CallType,
-    originalCallId: original.id,
+    type: previous.type as CallType,
+    originalCallId: previous.original_call_id ?? previous.id,
+    attempt: previous.attempt + 1,
+    previousCallId: previous.id,
+    callingWindow: previous.calling_window,
+    retryPolicy: previous.retry_policy,
   });
 }
 

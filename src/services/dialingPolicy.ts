@@ -76,7 +76,8 @@ export function resolveCallPolicy(
   overrides: PolicyOverrides,
   scheduledTime: Date,
 ): ResolvedCallPolicy {
-  const callingWindow = overrides.callingWindow === undefined ? team.calling_window : overrides.callingWindow;
+  const chosen = overrides.callingWindow === undefined ? team.calling_window : overrides.callingWindow;
+  const callingWindow = chosen && normalizeCallingWindow(chosen);
   const retryPolicy = overrides.retryPolicy === undefined ? team.retry_policy : overrides.retryPolicy;
   const timezone = resolveTimeZone(contact, team);
   return { callingWindow, timezone, retryPolicy, dialAfter: dialAfter(callingWindow, timezone, scheduledTime) };

@@ -25,6 +25,7 @@ import {
 } from './schemas.js';
 import { callListView, callResultView, callStatusView } from '../../services/callViews.js';
 import { z } from '../schemas.js';
+import type { RetryPolicy } from '../../domain/retryPolicy.js';
 
 /** A call id from the path: anything that is not a UUID names no call (404). */
 function callIdFrom(params: { call_id: string }): string {
@@ -42,15 +43,17 @@ export const callRoutes = [
     summary: 'Schedule an outbound phone call that runs a script',
     description: [
       'Upserts the contact by normalised phone number (first and last name updated when sent), links `objects` to it, writes the call (status `scheduled`) and starts its workflow `call-<call_id>`.',
-      '`scheduled_time` defaults to now. The call waits until then, and then first come first served for a slot under the team ceiling (`max_concurrent`).',
+      '`scheduled_time` defaults to now. The call waits until then, for its calling window to open (`calling_window`, else the team’s, in the callee’s zone), first come first served for a slot under the team ceiling (`max_concurrent`), then for a dial token of its number (carrier pacing).',
+      '`retry_policy` (else the team’s) schedules a new attempt after an unanswered outcome. A number on the do-not-call list answers 409 and nothing is written.',
     ].join('\n\n'),
     tags: ['Calls'],
     auth: 'apiKey',
     request: { body: createPhoneCallBody, bodyRequired: true },
     responses: {
       201: { description: 'The call is scheduled', schema: createPhoneCallResponse },
-      400: { description: 'Missing field, invalid phone number, invalid timestamp or invalid objects' },
+      400: { description: 'Missing field, invalid phone number, invalid timestamp, time zone, calling window, retry policy or objects' },
       404: { description: 'script_id or from_number does not exist or is not the team’s' },
+      409: { description: 'Phone number is on the do-not-call list' },
     },
     handler: async ({ body, auth, ctx }, deps) => {
       const scheduled = await scheduleCall(deps, {
@@ -63,6 +66,8 @@ export const callRoutes = [
         objects: body.objects ?? undefined,
         callId: idempotentId(ctx),
         type: 'outbound',
+        callingWindow: body.calling_window,
+        retryPolicy: body.retry_policy as RetryPolicy | null | undefined,
       });
       return { status: 201, body: { success: true, call_id: scheduled.callId, contact_id: scheduled.contactId, status: 'scheduled' } };
     },
@@ -119,7 +124,7 @@ export const callRoutes = [
     request: { query: listCallsQuery },
     responses: {
       200: { description: 'One page of calls', schema: listCallsResponse },
-      400: { description: 'limit not an integer from 1 to 500, malformed cursor, or an unknown filter value' },
+      400: { description: 'limit not an integer from 1 to 500, malformed cursor, an unknown filter value, or a malformed contact_id / original_call_id' },
     },
     handler: async ({ query, auth }, deps) => {
       const position = query.cursor === undefined || query.cursor === '' ? undefined : decodeCursor(query.cursor);
@@ -130,6 +135,7 @@ export const callRoutes = [
         type: query.type,
         status: query.status,
         contactId: query.contact_id,
+        originalCallId: query.original_call_id,
       });
       const last = page.calls[page.calls.length - 1];
       const nextCursor = page.hasMore && last ? encodeCursor(BigInt(last.created_us!), last.seq) : null;
@@ -164,7 +170,7 @@ export const callRoutes = [
     operationId: 'retryCall',
     summary: 'Schedule a new call from a retryable one',
     description:
-      'Retryable: a terminal call other than `completed` that is not a web call. The new call has a new id and keeps `original_call_id`; `scheduled_time` defaults to now.',
+      'Retryable: a terminal call other than `completed` that is not a web call. The new call has a new id, the next `attempt` of the chain, and `original_call_id` the chain’s first call; it keeps the chain’s calling window and retry policy; `scheduled_time` defaults to now. A number on the do-not-call list answers 409.',
     tags: ['Calls'],
     auth: 'apiKey',
     request: { params: callIdParams, body: retryCallBody },
@@ -172,7 +178,7 @@ export const callRoutes = [
       201: { description: 'The new call is scheduled', schema: retryCallResponse },
       400: { description: 'Invalid scheduled_time' },
       404: { description: 'The call does not exist or is not the team’s' },
-      409: { description: 'The call is not retryable (the message names its status), or is a web call' },
+      409: { description: 'The call is not retryable (the message names its status), is a web call, or its number is on the do-not-call list' },
     },
     handler: async ({ params, body, auth, ctx }, deps) => {
       const scheduled = await retryCall(deps, auth.teamId, callIdFrom(params), {

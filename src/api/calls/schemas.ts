@@ -1,4 +1,6 @@
+import { parseClockTime, WEEKDAYS } from '../../domain/callingWindows.js';
 import { CALL_PROGRESS, CALL_STATUSES, CALL_TYPES, END_REASONS } from '../../domain/calls.js';
+import { MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_SECONDS, MIN_RETRY_DELAY_SECONDS, RETRY_POLICY_STATUSES } from '../../domain/retryPolicy.js';
 import { contactUpsertBody } from '../contacts/schemas.js';
 import { objectsMapSchema } from '../objects/schemas.js';
 import { z } from '../schemas.js';
@@ -33,6 +35,53 @@ function sameDay(iso: string, time: number, zone: string): boolean {
   return local.getUTCDate() === Number(iso.slice(8, 10)) && local.getUTCMonth() + 1 === Number(iso.slice(5, 7));
 }
 
+/** A type error's message, except for a missing value: that one keeps the default (`<field> is required`). */
+const unlessMissing = (message: string) => ({ error: (issue: { input?: unknown }) => (issue.input === undefined ? undefined : message) });
+
+/** A calling window (docs/calls.md, "Calling windows"), in the callee's local time. */
+export const callingWindowSchema = z
+  .strictObject({
+    days: z
+      .array(z.enum(WEEKDAYS, { message: `must be one of ${WEEKDAYS.join(', ')}` }), unlessMissing('must be an array of days'))
+      .min(1, 'must name at least one day')
+      .max(7, 'must name each day at most once')
+      .refine((days) => new Set(days).size === days.length, 'must name each day at most once'),
+    start: z.string(unlessMissing('must be a time HH:MM')).refine((v) => parseClockTime(v) !== undefined, 'must be a time HH:MM from 00:00 to 23:59'),
+    end: z.string(unlessMissing('must be a time HH:MM')).refine((v) => parseClockTime(v, true) !== undefined, 'must be a time HH:MM from 00:00 to 24:00'),
+  })
+  .superRefine((w, ctx) => {
+    if (w.start === w.end) ctx.addIssue({ code: 'custom', path: ['end'], message: 'must differ from start' });
+  })
+  .openapi('CallingWindow', {
+    description: 'The days and hours a call may start, in the callee’s local time. An end earlier than the start closes the next day; 24:00 is midnight.',
+    example: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '20:00' },
+  });
+
+const retryRule = z
+  .strictObject({
+    max_attempts: z
+      .number(unlessMissing(`must be a whole number from 1 to ${MAX_RETRY_ATTEMPTS}`))
+      .int(`must be a whole number from 1 to ${MAX_RETRY_ATTEMPTS}`)
+      .min(1, `must be a whole number from 1 to ${MAX_RETRY_ATTEMPTS}`)
+      .max(MAX_RETRY_ATTEMPTS, `must be a whole number from 1 to ${MAX_RETRY_ATTEMPTS}`)
+      .openapi({ description: 'Attempts in all, the first call included' }),
+    delay_seconds: z
+      .number(unlessMissing(`must be a whole number from ${MIN_RETRY_DELAY_SECONDS} to ${MAX_RETRY_DELAY_SECONDS}`))
+      .int(`must be a whole number from ${MIN_RETRY_DELAY_SECONDS} to ${MAX_RETRY_DELAY_SECONDS}`)
+      .min(MIN_RETRY_DELAY_SECONDS, `must be a whole number from ${MIN_RETRY_DELAY_SECONDS} to ${MAX_RETRY_DELAY_SECONDS}`)
+      .max(MAX_RETRY_DELAY_SECONDS, `must be a whole number from ${MIN_RETRY_DELAY_SECONDS} to ${MAX_RETRY_DELAY_SECONDS}`)
+      .openapi({ description: 'From the end of an attempt to the scheduled time of the next' }),
+  })
+  .openapi('RetryRule');
+
+/** A retry policy (docs/calls.md, "Retries"): terminal status → rule. */
+export const retryPolicySchema = z
+  .strictObject(Object.fromEntries(RETRY_POLICY_STATUSES.map((s) => [s, retryRule.optional()])) as Record<(typeof RETRY_POLICY_STATUSES)[number], z.ZodOptional<typeof retryRule>>)
+  .openapi('RetryPolicy', {
+    description: `Keys: the retryable terminal statuses (${RETRY_POLICY_STATUSES.join(', ')}). A retry is a new call of the same chain; cancelling a call stops its chain.`,
+    example: { 'rang-out': { max_attempts: 3, delay_seconds: 3600 }, voicemail: { max_attempts: 2, delay_seconds: 7200 } },
+  });
+
 export const createPhoneCallBody = z
   .object({
     from_number: str('from_number').min(1, 'from_number must not be empty'),
@@ -40,6 +89,8 @@ export const createPhoneCallBody = z
     contact: contactUpsertBody,
     scheduled_time: dateTime('scheduled_time').nullish(),
     objects: objectsMapSchema.nullish(),
+    calling_window: callingWindowSchema.nullable().optional().openapi({ description: 'Overrides the team’s default window; null = any time; absent = the team’s.' }),
+    retry_policy: retryPolicySchema.nullable().optional().openapi({ description: 'Overrides the team’s default retry policy; null = no retries; absent = the team’s.' }),
   })
   .openapi('CreatePhoneCallRequest');
 
@@ -95,7 +146,12 @@ export const callResult = z
     rating: z.unknown().nullable(),
     post_call_actions: z.array(z.unknown()),
     system_notes: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Notes written by script tools (Auth Check) during the call.' }),
-    original_call_id: z.string().nullable(),
+    original_call_id: z.string().nullable().openapi({ description: 'The first call of the chain this call retries, null for a first call.' }),
+    attempt: z.number().int().openapi({ description: '1 for the first call of a chain.' }),
+    next_attempt_call_id: z.string().nullable().openapi({ description: 'The retry this call’s end scheduled, or null.' }),
+    calling_window: callingWindowSchema.nullable().openapi({ description: 'The window the call waits for, null = any time (resolved when scheduled).' }),
+    timezone: z.string().nullable().openapi({ description: 'The IANA zone the window is read in (contact, number, team default, UTC).' }),
+    retry_policy: retryPolicySchema.nullable(),
     from_number: z.string().nullable(),
     to_number: z.string().nullable(),
     created_at: z.string().openapi({ format: 'date-time' }),
@@ -114,6 +170,7 @@ export const listCallsQuery = z.object({
   type: z.enum(CALL_TYPES, { message: `type must be one of ${CALL_TYPES.join(', ')}` }).optional(),
   status: z.enum(CALL_STATUSES, { message: `status must be one of ${CALL_STATUSES.join(', ')}` }).optional(),
   contact_id: z.string().uuid({ message: 'contact_id must be a UUID' }).optional(),
+  original_call_id: z.string().uuid({ message: 'original_call_id must be a UUID' }).optional().openapi({ description: 'The retries of a chain: calls whose original_call_id is this (the first call itself has none).' }),
 });
 
 export const listCallsResponse = z
@@ -149,7 +206,8 @@ const eventCommon = {
   occurred_at: dateTime('occurred_at').optional(),
 };
 
-const endReasons = Object.keys(END_REASONS).filter((r) => r !== 'cancelled') as [string, ...string[]];
+// cancelled and do_not_call are the service's own reasons, never a provider's.
+const endReasons = Object.keys(END_REASONS).filter((r) => r !== 'cancelled' && r !== 'do_not_call') as [string, ...string[]];
 
 export const callEventBody = z
   .discriminatedUnion(

@@ -5,7 +5,9 @@
  * transaction, so the counters stay exact under retries and concurrent ticks.
  */
 import type { Queryable } from '../pool.js';
+import type { CallingWindow } from '../../domain/callingWindows.js';
 import { isUuid } from '../../domain/ids.js';
+import type { RetryPolicy } from '../../domain/retryPolicy.js';
 
 export const BATCH_STATUSES = ['scheduled', 'running', 'paused', 'completed', 'cancelled', 'failed'] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];
@@ -21,6 +23,11 @@ export interface BatchRecord {
   status: BatchStatus;
   end_reason: string | null;
   start_at: Date;
+  /** With calling_window_set: the batch's own window for its calls (null = any time); else the team's applies. */
+  calling_window: CallingWindow | null;
+  calling_window_set: boolean;
+  /** The retry policy of its calls; null = the team's. */
+  retry_policy: RetryPolicy | null;
   intake_seq: number;
   started_at: Date | null;
   ended_at: Date | null;
@@ -30,11 +37,21 @@ export interface BatchRecord {
 
 export async function insertBatch(
   db: Queryable,
-  batch: { teamId: string; listId: string; scriptId: string; fromNumber: string; startAt: Date },
+  batch: { teamId: string; listId: string; scriptId: string; fromNumber: string; startAt: Date; callingWindow?: CallingWindow | null; retryPolicy?: RetryPolicy | null },
 ): Promise<BatchRecord> {
   const { rows } = await db.query<BatchRecord>(
-    `INSERT INTO batches (team_id, list_id, script_id, from_number, start_at) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
-    [batch.teamId, batch.listId, batch.scriptId, batch.fromNumber, batch.startAt],
+    `INSERT INTO batches (team_id, list_id, script_id, from_number, start_at, calling_window, calling_window_set, retry_policy)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [
+      batch.teamId,
+      batch.listId,
+      batch.scriptId,
+      batch.fromNumber,
+      batch.startAt,
+      batch.callingWindow ? JSON.stringify(batch.callingWindow) : null,
+      batch.callingWindow !== undefined,
+      batch.retryPolicy ? JSON.stringify(batch.retryPolicy) : null,
+    ],
   );
   return rows[0];
 }
@@ -139,6 +156,11 @@ export async function intakeListMembers(
     [listId, after, limit],
   );
   if (members.length === 0) return { added: 0, revived: 0, caughtUp: true };
+  // Skipped for the do-not-call list and revived below: they leave that count too (the batch row lock holds them still).
+  const { rows: dnc } = await tx.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM batch_contacts WHERE batch_id = $1 AND contact_id = ANY($2::uuid[]) AND state = 'skipped' AND skip_reason = 'do_not_call'`,
+    [batchId, members.map((m) => m.contact_id)],
+  );
   const { rows } = await tx.query<{ inserted: boolean }>(
     `INSERT INTO batch_contacts (batch_id, contact_id, seq, call_id)
      SELECT $1, m.contact_id, m.seq, m.call_id FROM unnest($2::uuid[], $3::bigint[], $4::uuid[]) AS m(contact_id, seq, call_id)
@@ -150,29 +172,33 @@ export async function intakeListMembers(
   const added = rows.filter((r) => r.inserted).length;
   const revived = rows.length - added;
   await tx.query('UPDATE batches SET intake_seq = $2, updated_at = now() WHERE id = $1', [batchId, members[members.length - 1].seq]);
-  await bumpCounts(tx, batchId, { pending: added + revived, skipped: -revived });
+  await bumpCounts(tx, batchId, { pending: added + revived, skipped: -revived, skipped_dnc: -dnc[0].n });
   return { added, revived, caughtUp: members.length < limit };
 }
 
 export interface PendingContact {
   contact_id: string;
   call_id: string;
+  /** List position: pages of pending contacts continue after the last one's. */
+  seq: number;
   /** Still a member of the batch's list. */
   member: boolean;
   has_phone: boolean;
+  phone_number: string | null;
+  timezone: string | null;
 }
 
-/** The next pending contacts in list order, with whether they are still on the list and callable. */
-export async function nextPendingContacts(db: Queryable, batchId: string, listId: string, limit: number): Promise<PendingContact[]> {
+/** The next pending contacts in list order (after list position `afterSeq`), with whether they are still on the list and callable. */
+export async function nextPendingContacts(db: Queryable, batchId: string, listId: string, limit: number, afterSeq = -1): Promise<PendingContact[]> {
   if (limit <= 0) return [];
   const { rows } = await db.query<PendingContact>(
-    `SELECT bc.contact_id, bc.call_id,
+    `SELECT bc.contact_id, bc.call_id, bc.seq,
             EXISTS (SELECT 1 FROM list_contacts lc WHERE lc.list_id = $2 AND lc.contact_id = bc.contact_id) AS member,
-            c.phone_number IS NOT NULL AS has_phone
+            c.phone_number IS NOT NULL AS has_phone, c.phone_number, c.timezone
        FROM batch_contacts bc JOIN contacts c ON c.id = bc.contact_id
-      WHERE bc.batch_id = $1 AND bc.state = 'pending'
+      WHERE bc.batch_id = $1 AND bc.state = 'pending' AND bc.seq > $4
       ORDER BY bc.seq LIMIT $3`,
-    [batchId, listId, limit],
+    [batchId, listId, limit, afterSeq],
   );
   return rows;
 }
@@ -191,13 +217,13 @@ async function lockPending(tx: Queryable, batchId: string, contactIds: string[])
   return rows.filter((r) => r.state === 'pending').map((r) => r.contact_id);
 }
 
-/** pending → calling for contacts whose call now exists; returns how many moved. Run it in a transaction. */
+/** pending → calling for contacts whose call now exists (their first attempt); returns how many moved. Run it in a transaction. */
 export async function markContactsCalling(tx: Queryable, batchId: string, contactIds: string[]): Promise<number> {
   if (contactIds.length === 0) return 0;
   const pending = await lockPending(tx, batchId, contactIds);
   if (pending.length === 0) return 0;
   await tx.query(`UPDATE batch_contacts SET state = 'calling', dispatched_at = now() WHERE batch_id = $1 AND contact_id = ANY($2::uuid[])`, [batchId, pending]);
-  await bumpCounts(tx, batchId, { pending: -pending.length, calling: pending.length });
+  await bumpCounts(tx, batchId, { pending: -pending.length, calling: pending.length, attempts: pending.length });
   return pending.length;
 }
 
@@ -210,16 +236,38 @@ export async function markContactsSkipped(tx: Queryable, batchId: string, contac
     `UPDATE batch_contacts SET state = 'skipped', skip_reason = $3, finished_at = now() WHERE batch_id = $1 AND contact_id = ANY($2::uuid[])`,
     [batchId, pending, reason],
   );
-  await bumpCounts(tx, batchId, { pending: -pending.length, skipped: pending.length });
+  await bumpCounts(tx, batchId, { pending: -pending.length, skipped: pending.length, ...(reason === 'do_not_call' ? { skipped_dnc: pending.length } : {}) });
   return pending.length;
 }
 
-/** calling → done for every contact whose call has a terminal status; returns the count by status. */
+/** The call a calling contact is on now: its latest attempt. */
+const CURRENT_CALL = 'COALESCE(bc.current_call_id, bc.call_id)';
+
+/**
+ * For every calling contact whose current call has a terminal status: when the call's end
+ * scheduled a retry (next_attempt_call_id, written with the retry's insert before the call
+ * ended), the contact moves on to it and stays calling; otherwise its chain has ended and it
+ * is done. Returns the count of done contacts by status.
+ */
 export async function finishEndedCalls(tx: Queryable, batchId: string): Promise<Record<string, number>> {
+  // A chain may have moved on several attempts since the last look (at most the policy's 10).
+  for (let step = 0; step < 10; step += 1) {
+    const { rowCount } = await tx.query(
+      `UPDATE batch_contacts bc SET current_call_id = c.next_attempt_call_id
+         FROM calls c
+        WHERE bc.batch_id = $1 AND bc.state = 'calling' AND c.id = ${CURRENT_CALL}
+          AND c.status NOT IN ('scheduled', 'in-progress') AND c.next_attempt_call_id IS NOT NULL
+          AND EXISTS (SELECT 1 FROM calls n WHERE n.id = c.next_attempt_call_id)`,
+      [batchId],
+    );
+    if (!rowCount) break;
+    await bumpCounts(tx, batchId, { attempts: rowCount });
+  }
   const { rows } = await tx.query<{ call_status: string }>(
     `UPDATE batch_contacts bc SET state = 'done', call_status = c.status, finished_at = now()
        FROM calls c
-      WHERE bc.batch_id = $1 AND bc.state = 'calling' AND c.id = bc.call_id AND c.status NOT IN ('scheduled', 'in-progress')
+      WHERE bc.batch_id = $1 AND bc.state = 'calling' AND c.id = ${CURRENT_CALL}
+        AND c.status NOT IN ('scheduled', 'in-progress') AND c.next_attempt_call_id IS NULL
       RETURNING bc.call_status`,
     [batchId],
   );
@@ -237,8 +285,8 @@ export async function finishEndedCalls(tx: Queryable, batchId: string): Promise<
  */
 export async function waitingCallsOfBatch(db: Queryable, batchId: string, opts: { removedOnly?: boolean } = {}): Promise<string[]> {
   const { rows } = await db.query<{ call_id: string }>(
-    `SELECT bc.call_id FROM batch_contacts bc
-       JOIN calls c ON c.id = bc.call_id
+    `SELECT c.id AS call_id FROM batch_contacts bc
+       JOIN calls c ON c.id = ${CURRENT_CALL}
        JOIN batches b ON b.id = bc.batch_id
       WHERE bc.batch_id = $1 AND bc.state = 'calling' AND c.status = 'scheduled'
         AND (NOT $2 OR NOT EXISTS (SELECT 1 FROM list_contacts lc WHERE lc.list_id = b.list_id AND lc.contact_id = bc.contact_id))`,
@@ -250,11 +298,20 @@ export async function waitingCallsOfBatch(db: Queryable, batchId: string, opts: 
 /** Calls of the batch that are in progress right now. */
 export async function countInProgressCalls(db: Queryable, batchId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM batch_contacts bc JOIN calls c ON c.id = bc.call_id
+    `SELECT count(*)::int AS n FROM batch_contacts bc JOIN calls c ON c.id = ${CURRENT_CALL}
       WHERE bc.batch_id = $1 AND bc.state = 'calling' AND c.status = 'in-progress'`,
     [batchId],
   );
   return rows[0].n;
+}
+
+/** Whether a batch made this call (its contact's first call) and has since been cancelled or failed: its chains stop. */
+export async function isCallOfStoppedBatch(db: Queryable, firstCallId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM batch_contacts bc JOIN batches b ON b.id = bc.batch_id WHERE bc.call_id = $1 AND b.status IN ('cancelled', 'failed')`,
+    [firstCallId],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /** Whether the list is deleted (soft) or gone. */

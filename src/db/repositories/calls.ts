@@ -1,4 +1,6 @@
+import type { CallingWindow } from '../../domain/callingWindows.js';
 import type { ConversationTurn, SystemNote } from '../../domain/calls.js';
+import type { RetryPolicy } from '../../domain/retryPolicy.js';
 import type { KeysetPosition } from '../../domain/cursor.js';
 import type { Queryable } from '../pool.js';
 
@@ -36,6 +38,15 @@ export interface CallRecord {
   original_call_id: string | null;
   participant_identity: string | null;
   workflow_started_at: Date | null;
+  /** 1 for the first call of a chain (docs/calls.md, "Retries"). */
+  attempt: number;
+  next_attempt_call_id: string | null;
+  retry_policy: RetryPolicy | null;
+  /** The dialing policy resolved when the call was scheduled: its window (null = any time) and zone. */
+  calling_window: CallingWindow | null;
+  timezone: string | null;
+  /** Not dialled before: the window's first opening at or after scheduled_time, moved on when it closes first. */
+  dial_after: Date | null;
   created_at: Date;
   modified_at: Date;
   /** created_at in epoch microseconds (for cursors); present on list queries. */
@@ -57,6 +68,11 @@ export interface NewCall {
   objects?: Record<string, unknown> | null;
   originalCallId?: string | null;
   participantIdentity?: string | null;
+  attempt?: number;
+  retryPolicy?: RetryPolicy | null;
+  callingWindow?: CallingWindow | null;
+  timezone?: string | null;
+  dialAfter?: Date | null;
 }
 
 /**
@@ -66,8 +82,8 @@ export interface NewCall {
 export async function insertCall(db: Queryable, call: NewCall): Promise<{ call: CallRecord; created: boolean }> {
   const { rows } = await db.query<CallRecord>(
     `INSERT INTO calls (id, team_id, contact_id, script_id, type, from_number, to_number, scheduled_time, progress,
-                        objects, original_call_id, participant_identity)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                        objects, original_call_id, participant_identity, attempt, retry_policy, calling_window, timezone, dial_after)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
     [
@@ -83,6 +99,11 @@ export async function insertCall(db: Queryable, call: NewCall): Promise<{ call: 
       call.objects ? JSON.stringify(call.objects) : null,
       call.originalCallId ?? null,
       call.participantIdentity ?? null,
+      call.attempt ?? 1,
+      call.retryPolicy ? JSON.stringify(call.retryPolicy) : null,
+      call.callingWindow ? JSON.stringify(call.callingWindow) : null,
+      call.timezone ?? null,
+      call.dialAfter ?? null,
     ],
   );
   if (rows[0]) return { call: rows[0], created: true };
@@ -106,6 +127,8 @@ export interface CallListFilter {
   type?: string;
   status?: string;
   contactId?: string;
+  /** The later attempts of a chain: calls whose original_call_id is this. */
+  originalCallId?: string;
 }
 
 /**
@@ -126,6 +149,7 @@ export async function listTeamCalls(
   if (opts.type) add('type = ?', opts.type);
   if (opts.status) add('status = ?', opts.status);
   if (opts.contactId) add('contact_id = ?', opts.contactId);
+  if (opts.originalCallId) add('original_call_id = ?', opts.originalCallId);
   const filter = where.join(' AND ');
   const filterParams = [...params];
   const page = [...where];
@@ -170,6 +194,23 @@ export async function cancelScheduledCall(
   if (rows[0]) return { call: rows[0], cancelled: true };
   const call = await findTeamCall(db, teamId, callId);
   return call ? { call, cancelled: false } : undefined;
+}
+
+/** Links a call to the next attempt of its chain (the first link wins); run in the next attempt's insert transaction. */
+export async function linkNextAttempt(db: Queryable, callId: string, nextCallId: string): Promise<void> {
+  await db.query('UPDATE calls SET next_attempt_call_id = $2, modified_at = now() WHERE id = $1 AND next_attempt_call_id IS NULL', [callId, nextCallId]);
+}
+
+/**
+ * A scheduled call will not be dialled before `dialAfter` (its calling window's next
+ * opening): the slot line passes it over until then. Sets `progress` with it.
+ */
+export async function deferScheduledCall(db: Queryable, callId: string, dialAfter: Date, progress: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE calls SET dial_after = $2, progress = $3, modified_at = now() WHERE id = $1 AND status = 'scheduled'`,
+    [callId, dialAfter, progress],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /** Sets progress while the call is still in `status` (a late write never overwrites a later state). */
@@ -297,14 +338,15 @@ export async function findCallsWithoutWorkflow(db: Queryable, olderThanMs: numbe
 
 /**
  * Open calls with a started workflow that have not moved for `staleMs` and are past
- * their scheduled time: candidates for a check that their workflow is still running.
+ * their scheduled time (and their calling window's opening): candidates for a check that
+ * their workflow is still running.
  */
 export async function findStaleOpenCalls(db: Queryable, staleMs: number, limit: number): Promise<CallRecord[]> {
   const { rows } = await db.query<CallRecord>(
     `SELECT * FROM calls
       WHERE status IN ${OPEN_STATUS_SQL} AND workflow_started_at IS NOT NULL
         AND modified_at < now() - make_interval(secs => $1::double precision / 1000)
-        AND scheduled_time < now() - make_interval(secs => $1::double precision / 1000)
+        AND COALESCE(dial_after, scheduled_time) < now() - make_interval(secs => $1::double precision / 1000)
       ORDER BY modified_at LIMIT $2`,
     [staleMs, limit],
   );

@@ -3,6 +3,7 @@ import { cancelBatch, createBatch, listBatches, pauseBatch, resumeBatch, showBat
 import { batchWorkflowId, type BatchProgress } from '../../../workflows/contracts.js';
 import { CliError, requiredString, uuidArgument, type CliCommand, type CliContext } from '../command.js';
 import { requireTeam } from './core.js';
+import { retryPolicyOption, WINDOW_OPTIONS, windowOption } from './policies.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -32,6 +33,10 @@ function describe(batch: BatchRecord, progress: BatchProgress) {
     status: batch.status,
     end_reason: batch.end_reason,
     start_at: iso(batch.start_at),
+    // null with calling_window_set false: the team's window applies.
+    calling_window: batch.calling_window,
+    calling_window_set: batch.calling_window_set,
+    retry_policy: batch.retry_policy,
     started_at: iso(batch.started_at),
     ended_at: iso(batch.ended_at),
     created_at: iso(batch.created_at),
@@ -44,7 +49,7 @@ function progressText(p: BatchProgress): string {
   const done = Object.entries(p.done)
     .map(([status, n]) => `${status} ${n}`)
     .join(', ');
-  return `${p.total} contacts: ${p.pending} pending, ${p.calling} calling (${p.in_progress} in progress), ${p.done_total} done${done ? ` (${done})` : ''}, ${p.skipped} skipped`;
+  return `${p.total} contacts: ${p.pending} pending, ${p.calling} calling (${p.in_progress} in progress), ${p.done_total} done${done ? ` (${done})` : ''}, ${p.skipped} skipped (${p.skipped_dnc} on the do-not-call list); ${p.attempts} calls made`;
 }
 
 const batchIdArg = (positionals: string[]) => uuidArgument(positionals[0], 'BATCH_ID');
@@ -60,6 +65,9 @@ export const batchCommands: CliCommand[] = [
       script: { type: 'string', description: 'script id', required: true },
       from: { type: 'string', description: "one of the team's numbers", required: true },
       'start-at': { type: 'string', description: 'ISO 8601 date-time of the first call (default now)' },
+      ...WINDOW_OPTIONS,
+      'no-window': { type: 'boolean', description: "calls at any time, whatever the team's default window" },
+      'retry-policy': { type: 'string', description: "JSON: status -> { max_attempts, delay_seconds } (default the team's)" },
     },
     async run(ctx, { options }) {
       const db = await ctx.db();
@@ -68,7 +76,11 @@ export const batchCommands: CliCommand[] = [
       const scriptId = uuidArgument(requiredString(options, 'script'), '--script');
       const fromNumber = requiredString(options, 'from');
       const startAt = parseStartAt(options['start-at']);
-      const batch = await createBatch(await serviceDeps(ctx), { teamId, listId, scriptId, fromNumber, startAt });
+      const window = windowOption(options);
+      if (window && options['no-window']) throw new CliError('--no-window and --window-days/--window-start/--window-end exclude each other');
+      const callingWindow = options['no-window'] ? null : window;
+      const retryPolicy = retryPolicyOption(options);
+      const batch = await createBatch(await serviceDeps(ctx), { teamId, listId, scriptId, fromNumber, startAt, callingWindow, retryPolicy });
       return {
         batch_id: batch.id,
         status: batch.status,
@@ -76,6 +88,9 @@ export const batchCommands: CliCommand[] = [
         script_id: batch.script_id,
         from_number: batch.from_number,
         start_at: iso(batch.start_at),
+        calling_window: batch.calling_window,
+        calling_window_set: batch.calling_window_set,
+        retry_policy: batch.retry_policy,
         workflow_id: batchWorkflowId(batch.id),
       };
     },
@@ -110,6 +125,7 @@ export const batchCommands: CliCommand[] = [
       [
         `Batch ${r.batch_id}: ${r.status}${r.end_reason ? ` (${r.end_reason})` : ''}`,
         `  list ${r.list_id}, script ${r.script_id}, from ${r.from_number}, start ${r.start_at}`,
+        `  calling window ${r.calling_window_set ? (r.calling_window ? JSON.stringify(r.calling_window) : 'none (any time)') : "the team's"}, retry policy ${r.retry_policy ? JSON.stringify(r.retry_policy) : "the team's"}`,
         `  ${progressText(r.progress as BatchProgress)}`,
         `  workflow ${r.workflow_id}`,
       ].join('\n'),

@@ -1,7 +1,9 @@
 /**
- * Activities of the call workflow (workflows/callWorkflow.ts). Each one is idempotent: the
- * row transitions are conditional updates, appends are keyed by their start index, and the
- * provider is asked to dial once per call id, so a retried activity never writes twice.
+ * Activities of the call workflow (workflows/callWorkflow.ts), which runs them as local
+ * activities (short row writes: a marker in the history each). Each one is idempotent: the
+ * row transitions are conditional updates, appends are keyed by their start index, slot
+ * requests and releases may repeat, and the provider is asked to dial once per call id, so
+ * a retried activity never writes twice. Each one also makes the progress change it causes.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { createCallAnalyser } from '../src/analysis/index.js';
@@ -11,18 +13,19 @@ import {
   completeCall as completeCallRow,
   findCallById,
   markCallInProgress as markCallInProgressRow,
+  recordConversation,
   saveCallAnalysis,
   setCallProgress,
   setProviderCall,
   type CallRecord,
 } from '../src/db/repositories/calls.js';
 import { findContactById } from '../src/db/repositories/contacts.js';
-import { acquireCallSlot as acquireCallSlotRow, releaseSlot, type CallSlotResult } from '../src/db/repositories/concurrencySlots.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
 import { objectiveNames } from '../src/domain/scripts/steps.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
-import { reconcileCalls as reconcileCallRows, wakeSlotWaiters, type ReconcileReport } from '../src/services/calls.js';
+import { releaseSlotAndGrant, requestCallSlot } from '../src/services/callSlots.js';
+import { reconcileCalls as reconcileCallRows, type ReconcileReport } from '../src/services/calls.js';
 import { createRecordingStore, recordingKey } from '../src/recordings/index.js';
 import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
@@ -46,7 +49,12 @@ export interface CallContextData {
   script: { id: string; name: string; definition: unknown };
   /** The contact's linked objects by type name (object_data), overlaid with the call's objects map. */
   objects: Record<string, unknown>;
+  /** DEFAULT_PHONE_REGION, for the answers the script reads (dates, numbers). */
+  region: string;
 }
+
+/** What placeCall answers: the provider's answer and, for a simulated call, the context the script runs on (loaded once). */
+export type PlaceCallResult = PlacedCall & { context?: CallContextData };
 
 function notFound(what: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`${what} not found`, NOT_FOUND_FAILURE);
@@ -56,7 +64,18 @@ export function createCallActivities(deps: ActivityDeps) {
   const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
   const analyser = deps.callAnalyser ?? createCallAnalyser();
   const recordings = deps.recordings ?? createRecordingStore(deps.config);
-  const wake = (teamId: string) => wakeSlotWaiters({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, teamId);
+  const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
+
+  /** scheduled → in-progress with actual_time, recording call.started with the change; the row afterwards. */
+  async function markInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<CallRecord> {
+    // Its id makes a retry record call.started once.
+    const call = await withWebhookEvents(deps, async (tx) => {
+      const row = await markCallInProgressRow(tx, input.callId, new Date(input.actualTime), input.progress);
+      return { result: row, events: row?.status === 'in-progress' ? [callEvent('call.started', row)] : [] };
+    });
+    if (!call) throw notFound(`call ${input.callId}`);
+    return call;
+  }
 
   /** recording_url: GET /api/v1/recordings/{call_id} when the call has a recording, else null. */
   async function recordingUrlOf(call: CallRecord): Promise<string | null> {
@@ -98,32 +117,30 @@ export function createCallActivities(deps: ActivityDeps) {
       contact: contactFields,
       script: { id: script.id, name: script.name, definition: script.definition },
       objects: { ...(objectData.get(call.contact_id) ?? {}), ...(call.objects ?? {}) },
+      region: deps.config.DEFAULT_PHONE_REGION,
     };
   }
 
   return {
-    /** FIFO acquire under the team ceiling; while waiting the call's progress is waiting_for_slot. */
-    async acquireCallSlot(input: { callId: string; teamId: string }): Promise<CallSlotResult> {
-      const result = await acquireCallSlotRow(deps.pool, input.teamId, input.callId);
-      if (!result.granted && result.reason === 'waiting') await setCallProgress(deps.pool, input.callId, 'scheduled', 'waiting_for_slot');
-      return result;
+    /**
+     * A due phone call asks the slot dispatcher (src/services/callSlots.ts) for its slot,
+     * first come first served under the team ceiling: granted, waiting (progress
+     * waiting_for_slot; the grant arrives as the slotGranted signal), or not_scheduled
+     * (cancelled meanwhile; a slot it held goes to the next call in line). Safe to repeat.
+     */
+    async requestCallSlot(input: { callId: string; teamId: string }): Promise<{ outcome: 'granted' | 'waiting' | 'not_scheduled'; status: string }> {
+      const { outcome, status } = await requestCallSlot(slotDeps, input.teamId, input.callId);
+      return { outcome, status };
     },
 
-    /** Frees the call's slot (a call cancelled after it got one) and wakes the next waiters. */
-    async releaseCallSlot(input: { callId: string; teamId: string }): Promise<void> {
-      await releaseSlot(deps.pool, input.callId);
-      await wake(input.teamId);
+    /** Gives back the slot of a call cancelled after its grant: it goes to the next call in line. */
+    async releaseCallSlot(input: { callId: string }): Promise<void> {
+      await releaseSlotAndGrant(slotDeps, input.callId);
     },
 
-    /** scheduled → in-progress with actual_time; returns the status the call has afterwards. */
+    /** scheduled → in-progress with actual_time and `progress`; returns the status the call has afterwards. */
     async markCallInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<{ status: string }> {
-      // call.started is recorded with the change (its id makes a retry record it once).
-      const call = await withWebhookEvents(deps, async (tx) => {
-        const row = await markCallInProgressRow(tx, input.callId, new Date(input.actualTime), input.progress);
-        return { result: row, events: row?.status === 'in-progress' ? [callEvent('call.started', row)] : [] };
-      });
-      if (!call) throw notFound(`call ${input.callId}`);
-      return { status: call.status };
+      return { status: (await markInProgress(input)).status };
     },
 
     async setCallProgress(input: { callId: string; status: string; progress: CallProgress }): Promise<void> {
@@ -135,10 +152,15 @@ export function createCallActivities(deps: ActivityDeps) {
       return loadContext(input.callId);
     },
 
-    /** Dials through the voice provider (idempotent per call id at the provider). */
-    async placeCall(input: { callId: string }): Promise<PlacedCall> {
+    /**
+     * Dials through the voice provider (idempotent per call id at the provider). A simulated
+     * call is ringing from here on (its progress says so), and its answer carries the context
+     * the script runs on, so the workflow loads it once.
+     */
+    async placeCall(input: { callId: string }): Promise<PlaceCallResult> {
       const context = await loadContext(input.callId);
       if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
+      const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
       const placed = await provider.placeCall({
         callId: context.call.id,
         teamId: context.call.team_id,
@@ -147,9 +169,28 @@ export function createCallActivities(deps: ActivityDeps) {
         contact: context.contact,
         script: context.script,
         objects: context.objects,
+        call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id },
       });
       await setProviderCall(deps.pool, input.callId, placed.provider, placed.providerCallId);
-      return placed;
+      if (placed.mode !== 'simulated') return placed;
+      await setCallProgress(deps.pool, input.callId, 'in-progress', 'ringing');
+      return { ...placed, context };
+    },
+
+    /**
+     * What a stretch of the conversation produced, in one write: the progress (e.g.
+     * in_conversation once answered), turns from index turnStart and System Notes from
+     * noteStart (a retry writes nothing twice).
+     */
+    async recordConversation(input: {
+      callId: string;
+      progress?: CallProgress;
+      turnStart: number;
+      turns: ConversationTurn[];
+      noteStart: number;
+      notes: SystemNote[];
+    }): Promise<void> {
+      await recordConversation(deps.pool, input.callId, input);
     },
 
     /** Appends conversation turns from index startIndex (a retry writes nothing twice). */
@@ -163,9 +204,9 @@ export function createCallActivities(deps: ActivityDeps) {
     },
 
     /**
-     * The call's one terminal status with end_time, duration and end_reason; frees its slot
-     * and wakes the team's next waiting calls. Returns the status the call ended with (the
-     * first one written wins).
+     * The call's one terminal status with end_time, duration and end_reason; frees its slot,
+     * which goes straight to the team's next call in line. Returns the status the call ended
+     * with (the first one written wins).
      */
     async completeCall(input: { callId: string; status: TerminalStatus; endReason: string; endTime: string }): Promise<{ status: string; endReason: string | null }> {
       const progress = input.status === 'cancelled' ? 'done' : 'analysing';
@@ -173,8 +214,7 @@ export function createCallActivities(deps: ActivityDeps) {
         const ended = await completeCallRow(tx, input.callId, { status: input.status, endReason: input.endReason, endTime: new Date(input.endTime), progress });
         return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
       });
-      await releaseSlot(deps.pool, input.callId);
-      await wake(call.team_id);
+      await releaseSlotAndGrant(slotDeps, input.callId);
       return { status: call.status, endReason: call.end_reason };
     },
 

@@ -2,18 +2,20 @@
  * One durable workflow per call (id `call-<call_id>`), docs/calls.md:
  *
  *   scheduled ── wait until scheduled_time (cancel-call ends it as cancelled)
- *             ── phone: wait first come first served for a slot under the team ceiling
+ *             ── phone: start, or wait first come first served for the slot a release
+ *                       grants (one slotGranted signal)
  *                web:   wait up to two minutes for the browser to connect
  *   in-progress ── runConversation (dial, talk) ── exactly one terminal status
  *   terminal ── a few seconds later: post-call analysis fills the result fields
  *
- * The Postgres row is the read model; every transition is an idempotent activity, and
- * the CallStatus search attribute follows each status change.
+ * The Postgres row is the read model; every transition is an idempotent local activity
+ * (a short row write: one marker in the history, no activity task of its own), and the
+ * CallStatus search attribute follows each status change.
  */
 import {
   condition,
   continueAsNew,
-  proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -28,28 +30,32 @@ import {
   callStateQuery,
   cancelCallSignal,
   NOT_FOUND_FAILURE,
-  slotFreedSignal,
+  slotGrantedSignal,
   type CallWorkflowInput,
   type CallWorkflowResult,
   type CallWorkflowState,
 } from './contracts.js';
 import { CallEventInbox, runConversation, type CallContext } from './conversation.js';
 
-/** Re-check for a free slot this often even without a wake-up signal (the safety net). */
-export const SLOT_RECHECK_MS = 30_000;
+/**
+ * A waiting call asks again this long after it last asked, even without its slotGranted
+ * signal: the last resort (the reconciler re-sends a lost signal within about a minute).
+ */
+export const SLOT_RECHECK_MS = 10 * 60_000;
 /** A web call nobody connects to within this long ends failed / not_connected (docs/web-calls.md). */
 export const WEB_CONNECT_TIMEOUT_MS = 2 * 60_000;
 /** Post-call analysis runs this long after the terminal status, never before. */
 export const ANALYSIS_DELAY_MS = 3_000;
 
 // Row writes: short, retried until they succeed (they are idempotent and the call cannot
-// move on without them).
-const db = proxyActivities<CallActivities>({
+// move on without them). Local activities: run by the worker that runs the workflow task,
+// recorded as one marker each, with no activity task and no workflow task of their own.
+const db = proxyLocalActivities<CallActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
-const analysis = proxyActivities<CallActivities>({
+const analysis = proxyLocalActivities<CallActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
@@ -63,12 +69,12 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   const events = new CallEventInbox();
   const state: CallWorkflowState = { callId: input.callId, phase: 'waiting_for_scheduled_time', status: 'scheduled' };
   let cancelRequested = false;
-  let slotFreed = false;
+  let slotGranted = false;
   setHandler(cancelCallSignal, () => {
     cancelRequested = true;
   });
-  setHandler(slotFreedSignal, () => {
-    slotFreed = true;
+  setHandler(slotGrantedSignal, () => {
+    slotGranted = true;
   });
   setHandler(callEventSignal, (event) => events.push(event));
   setHandler(callStateQuery, () => ({ ...state }));
@@ -91,20 +97,27 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     if (waitMs > 0) await condition(() => cancelRequested, waitMs);
   }
 
-  // 2. Phone: a slot, first come first served. Web: the browser connecting.
+  // 2. Phone: its slot, first come first served: granted now, or by a later release (one
+  // slotGranted signal). Web: the browser connecting.
   let holdsSlot = false;
   let mediaTaskQueue: string | undefined;
   if (input.type !== 'web') {
     state.phase = 'waiting_for_slot';
     for (;;) {
-      const result = await db.acquireCallSlot({ callId: input.callId, teamId: input.teamId });
-      if (result.granted) {
+      // Reset before asking: a grant that arrives while the request runs is not lost.
+      slotGranted = false;
+      const slot = await db.requestCallSlot({ callId: input.callId, teamId: input.teamId });
+      if (slot.outcome === 'granted') {
         holdsSlot = true;
         break;
       }
-      if (result.reason === 'not_scheduled') return endedBeforeStart(result.status);
-      slotFreed = false;
-      await condition(() => slotFreed || cancelRequested, SLOT_RECHECK_MS);
+      if (slot.outcome === 'not_scheduled') return endedBeforeStart(slot.status);
+      await condition(() => slotGranted || cancelRequested, SLOT_RECHECK_MS);
+      // The grant is committed before its signal is sent: nothing to ask again.
+      if (slotGranted && !cancelRequested) {
+        holdsSlot = true;
+        break;
+      }
       if (workflowInfo().continueAsNewSuggested) {
         await condition(allHandlersFinished);
         return continueAsNew<typeof callWorkflow>(input, { due: true });
@@ -119,14 +132,17 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     mediaTaskQueue = events.takeThrough('answered')?.media_task_queue;
   }
 
-  // 3. In progress (a call cancelled meanwhile stays cancelled and gives its slot back).
+  // 3. In progress, timed after the grant: the workflow's clock has moved past the request
+  // (a local activity advances it by its run time), so no two calls' [actual_time, end_time)
+  // overlap beyond the ceiling. A call cancelled meanwhile stays cancelled and gives its
+  // slot to the next call in line.
   const started = await db.markCallInProgress({
     callId: input.callId,
     actualTime: new Date(Date.now()).toISOString(),
     progress: input.type === 'web' ? 'in_conversation' : 'dialling',
   });
   if (started.status !== 'in-progress') {
-    if (holdsSlot) await db.releaseCallSlot({ callId: input.callId, teamId: input.teamId });
+    if (holdsSlot) await db.releaseCallSlot({ callId: input.callId });
     return endedBeforeStart(started.status);
   }
   setStatus('in-progress');
@@ -139,6 +155,11 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     events,
     mediaTaskQueue,
     setProgress: (progress: CallProgress) => db.setCallProgress({ callId: input.callId, status: 'in-progress', progress }),
+    record: async ({ progress, turns = [], notes = [] }) => {
+      await db.recordConversation({ callId: input.callId, progress, turnStart: turnCount, turns, noteStart: noteCount, notes });
+      turnCount += turns.length;
+      noteCount += notes.length;
+    },
     appendTurns: async (turns: ConversationTurn[]) => {
       if (turns.length === 0) return;
       await db.appendTranscriptTurns({ callId: input.callId, startIndex: turnCount, turns });

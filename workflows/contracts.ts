@@ -104,8 +104,11 @@ export type CallEvent =
 export const callEventSignal = defineSignal<[CallEvent]>('callEvent');
 /** The call row was cancelled (cancel-call): stop waiting and end. */
 export const cancelCallSignal = defineSignal('cancelCall');
-/** A slot of the team may have come free: try to acquire again now. */
-export const slotFreedSignal = defineSignal('slotFreed');
+/**
+ * The call's slot is granted (recorded in Postgres by the release that handed it on, see
+ * src/services/callSlots.ts): start now. Sent once, to exactly the call granted.
+ */
+export const slotGrantedSignal = defineSignal('slotGranted');
 
 export interface CallWorkflowState {
   callId: string;

@@ -2,26 +2,27 @@
  * The conversation seam of the call workflow: everything between "the call is in progress"
  * and "the call has ended", as one function, `runConversation(ctx)`.
  *
- * Today it dials through the voice provider (activity placeCall) and then either plays
+ * Today it dials through the voice provider (local activity placeCall) and then either plays
  * the simulator's plan with durable timers or follows the provider's events (signals from
  * POST /internal/v1/calls/{call_id}/events). The script runtime replaces this body: it has
- * the call's contact, script and linked objects through `ctx.loadContext()`, and writes
- * what happens with `ctx.appendTurns()` and `ctx.appendSystemNotes()`. It must return the
+ * the call's contact, script and linked objects through `ctx.loadContext()` (a simulated
+ * call gets them with its plan), and writes what happens with `ctx.appendTurns()`,
+ * `ctx.appendSystemNotes()`, or `ctx.record()` for several at once. It must return the
  * call's outcome; the workflow shell does the rest (terminal status, slot, analysis).
  * See docs/calls.md, "The conversation seam".
  */
-import { condition, proxyActivities } from '@temporalio/workflow';
+import { condition, proxyLocalActivities } from '@temporalio/workflow';
 import type { CallActivities, CallContextData } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE, type CallEvent, type CallWorkflowInput } from './contracts.js';
 import { runMediaConversation } from './mediaConversation.js';
-import { runScript } from './scriptRunner.js';
+import { runScript, simulatedVoice } from './scriptRunner.js';
 
 /** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
 export const MAX_CALL_MS = 2 * 60 * 60 * 1000;
 
-const { placeCall } = proxyActivities<CallActivities>({
+const { placeCall } = proxyLocalActivities<CallActivities>({
   startToCloseTimeout: '30 seconds',
   // Reaches a person: a bounded retry, then the call fails (provider_error).
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: [NOT_FOUND_FAILURE, NO_NUMBER_FAILURE] },
@@ -61,12 +62,21 @@ export class CallEventInbox {
   }
 }
 
+/** What one write of the conversation carries (ctx.record): any of a progress, turns and System Notes. */
+export interface ConversationWrite {
+  progress?: CallProgress;
+  turns?: ConversationTurn[];
+  notes?: SystemNote[];
+}
+
 export interface CallContext {
   input: CallWorkflowInput;
   events: CallEventInbox;
   /** The task queue of the media edge holding the call's media (from its `answered` event), if one does. */
   mediaTaskQueue?: string;
   setProgress(progress: CallProgress): Promise<void>;
+  /** Writes a progress, turns and System Notes in one activity (idempotent; kept in order). */
+  record(write: ConversationWrite): Promise<void>;
   /** Appends conversation turns to the call (idempotent; kept in order). */
   appendTurns(turns: ConversationTurn[]): Promise<void>;
   /** Appends System Notes (shown as system_notes on get-call-result). */
@@ -115,36 +125,55 @@ async function followEvents(ctx: CallContext, ms: number): Promise<ConversationO
   }
 }
 
-/** The simulator's plan, played with durable timers; a provider `ended` event still ends it early. */
-async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan): Promise<ConversationOutcome> {
-  await ctx.setProgress('ringing');
+/**
+ * The simulator's plan, played with durable timers (placeCall left the call ringing); a
+ * provider `ended` event still ends it early. An answered call is in conversation from the
+ * answer on, and what it says is written then, with that progress, in one write.
+ */
+async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan, context: CallContextData | undefined): Promise<ConversationOutcome> {
   const early = await followEvents(ctx, plan.ringSeconds * 1000);
   if (early) return early;
   if (plan.answered) {
-    await ctx.setProgress('in_conversation');
-    if (plan.status === 'completed') return runScriptedConversation(ctx, plan);
+    if (plan.status === 'completed') return runScriptedConversation(ctx, plan, context ?? (await ctx.loadContext()));
+    await ctx.record({ progress: 'in_conversation', turns: plan.turns });
     const cut = await followEvents(ctx, plan.talkSeconds * 1000);
     if (cut) return cut;
-    await ctx.appendTurns(plan.turns);
   }
   return { status: plan.status, endReason: plan.endReason };
 }
 
 /**
  * An answered simulated call: the script runner (workflows/scriptRunner.ts) runs the
- * call's script step by step against the simulated callee, writing turns and System Notes
- * as it goes; the call then lasts out its talk time. An invalid script or one that never
+ * call's script step by step against the simulated callee, whose answers came with the
+ * plan; the turns and System Notes of the steps are written together with the
+ * in_conversation progress (and before a webhook step, so the call shows them while it
+ * waits); the call then lasts out its talk time. An invalid script or one that never
  * reaches an end fails the call (provider_error) instead of completing it.
  */
-async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan): Promise<ConversationOutcome> {
+async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan, context: CallContextData): Promise<ConversationOutcome> {
   const started = Date.now();
-  const context = await ctx.loadContext();
   const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
-  const run = await runScript(
-    context.script.definition,
-    { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } },
-    { callId: ctx.input.callId, appendTurns: ctx.appendTurns, appendSystemNotes: ctx.appendSystemNotes },
-  );
+  const data = { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } };
+  const held = { turns: [] as ConversationTurn[], notes: [] as SystemNote[] };
+  let progress: CallProgress | undefined = 'in_conversation';
+  const flush = async () => {
+    if (!progress && held.turns.length === 0 && held.notes.length === 0) return;
+    await ctx.record({ progress, turns: held.turns.splice(0), notes: held.notes.splice(0) });
+    progress = undefined;
+  };
+  const run = await runScript(context.script.definition, data, {
+    callId: ctx.input.callId,
+    region: context.region,
+    voice: simulatedVoice(ctx.input.callId, plan.answers ? { answers: plan.answers, data } : undefined),
+    appendTurns: async (turns) => {
+      held.turns.push(...turns);
+    },
+    appendSystemNotes: async (notes) => {
+      held.notes.push(...notes);
+    },
+    flush,
+  });
+  await flush();
   const cut = await followEvents(ctx, plan.talkSeconds * 1000 - (Date.now() - started));
   if (cut) return cut;
   // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
@@ -171,6 +200,6 @@ export async function runConversation(ctx: CallContext): Promise<ConversationOut
   } catch {
     return { status: 'failed', endReason: 'provider_error' };
   }
-  if (placed.mode === 'simulated') return playSimulatedCall(ctx, placed.plan);
+  if (placed.mode === 'simulated') return playSimulatedCall(ctx, placed.plan, placed.context);
   return (await followEvents(ctx, MAX_CALL_MS)) ?? { status: 'failed', endReason: 'call_timeout' };
 }

@@ -5,9 +5,10 @@
  * survives a worker restart by replay. Steps that do I/O are activities (say and ask go
  * through the host's voice: the simulated callee, or the media edge that speaks and
  * listens; webhook: the HTTP request); set, branch and tool (Auth Check, pure) run in the
- * workflow. Every step's turns and System Notes are written to the call as it goes,
- * and each step's outcome is upserted into the workflow memo `script_step`, so the history
- * in the Temporal UI shows one event per step with what happened.
+ * workflow. Every step's turns and System Notes go to the host as it goes (which writes
+ * them, or holds them until the next I/O step or the end: host.flush), and each step's
+ * outcome is upserted into the workflow memo `script_step`, so the history in the Temporal
+ * UI shows one event per step with what happened.
  */
 import { proxyActivities, upsertMemo } from '@temporalio/workflow';
 import type { ScriptActivities } from '../activities/scripts.js';
@@ -70,15 +71,32 @@ export interface ScriptRuntimeHost {
   callId: string;
   appendTurns(turns: ConversationTurn[]): Promise<void>;
   appendSystemNotes(notes: SystemNote[]): Promise<void>;
+  /**
+   * Called before a step that waits on the outside (a webhook): a host that holds turns and
+   * notes writes them now, so the call shows them while it waits.
+   */
+  flush?(): Promise<void>;
+  /** DEFAULT_PHONE_REGION when the host knows it (with the call's context); else read by the scriptRuntimeSettings activity. */
+  region?: string;
   /** Default: the simulated callee. */
   voice?: ScriptVoice;
 }
 
-/** The simulator's callee: nothing is spoken; each answer comes from the simulateCalleeAnswer activity. */
-export function simulatedVoice(callId: string): ScriptVoice {
+/**
+ * The simulator's callee: nothing is spoken. Its answers come with the simulator's plan
+ * (`planned.answers` by step id: the callee answers from its own record, so they are known
+ * before the call); an ask the plan does not answer, or one asked after the script changed
+ * what the callee knows (its contact, objects or call fields), asks the
+ * simulateCalleeAnswer activity.
+ */
+export function simulatedVoice(callId: string, planned?: { answers: Record<string, string>; data: ScriptCallData }): ScriptVoice {
+  const start = planned ? initialScope(planned.data) : undefined;
+  const known = start ? JSON.stringify({ contact: start.contact, objects: start.objects, call: start.call }) : undefined;
   return {
     say: async () => {},
     ask: async (q) => {
+      const answer = planned?.answers[q.stepId];
+      if (answer !== undefined && JSON.stringify(q.scope) === known) return { text: answer, reprompts: [] };
       const { text } = await simulateCalleeAnswer({
         callId,
         stepId: q.stepId,
@@ -123,7 +141,7 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
   }
   const script: ScriptDefinition = parsed.script;
   const steps = new Map(script.steps.map((s) => [s.id, s]));
-  const { region } = await scriptRuntimeSettings();
+  const region = host.region ?? (await scriptRuntimeSettings()).region;
   const voice = host.voice ?? simulatedVoice(host.callId);
   const visited = new Set<string>();
   let current: ScriptStep | undefined = script.steps[0];
@@ -178,6 +196,7 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
         break;
       }
       case 'webhook': {
+        await host.flush?.();
         const result = await callWebhook({
           callId: host.callId,
           stepId: step.id,

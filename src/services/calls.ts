@@ -27,7 +27,6 @@ import {
 } from '../db/repositories/calls.js';
 import { findTeamDialingPolicy } from '../db/repositories/dialingPolicies.js';
 import { findContactById, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
-import { releaseSlot, slotWaitersToWake } from '../db/repositories/concurrencySlots.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import type { CallingWindow } from '../domain/callingWindows.js';
@@ -41,11 +40,11 @@ import {
   CALL_WORKFLOW_TYPE,
   callWorkflowId,
   cancelCallSignal,
-  slotFreedSignal,
   CALLS_RECONCILER_WORKFLOW_ID,
   CALLS_RECONCILER_WORKFLOW_TYPE,
   type CallWorkflowInput,
 } from '../../workflows/contracts.js';
+import { releaseSlotAndGrant, repairSlotGrants, type SlotRepairReport } from './callSlots.js';
 import { normalizeContactInput, normalizePhoneField, type ContactInput } from './contacts.js';
 import { resolveCallPolicy } from './dialingPolicy.js';
 import { assertNotOnDoNotCall } from './doNotCall.js';
@@ -232,7 +231,8 @@ export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: 
     // The row decides; a workflow that missed the signal finds the call cancelled when it wakes.
     deps.logger?.warn({ err, callId }, 'could not signal the cancelled call workflow');
   }
-  await wakeSlotWaiters(deps, teamId);
+  // A call cancelled after its slot was granted gives it to the next call in line now.
+  await releaseSlotAndGrant(deps, callId);
   return result.call;
 }
 
@@ -278,48 +278,27 @@ export async function scheduleNextAttemptOf(
   });
 }
 
-/**
- * Signals the call workflows that a free slot of the team could serve now, first in line
- * first. Best effort: waiting workflows also re-check on a timer.
- */
-export async function wakeSlotWaiters(deps: Pick<CallServiceDeps, 'pool' | 'temporal' | 'logger'>, teamId: string): Promise<number> {
-  const callIds = await slotWaitersToWake(deps.pool, teamId);
-  await Promise.all(
-    callIds.map((id) =>
-      deps.temporal.workflow
-        .getHandle(callWorkflowId(id))
-        .signal(slotFreedSignal)
-        .catch((err) => deps.logger?.debug({ err, callId: id }, 'slot waiter not signalled')),
-    ),
-  );
-  return callIds.length;
-}
-
-/**
- * Frees a slot (a web session's or a call's) and wakes the calls of its team that can use
- * it now. For slots freed outside the call workflow, e.g. a web session that ends unused.
- */
-export async function releaseSlotAndWake(deps: Pick<CallServiceDeps, 'pool' | 'temporal' | 'logger'>, holderId: string): Promise<void> {
-  const teamId = await releaseSlot(deps.pool, holderId);
-  if (teamId) await wakeSlotWaiters(deps, teamId);
-}
-
 export interface ReconcileReport {
   started: number;
   failed: number;
+  slots: SlotRepairReport;
 }
+
+/** A granted call that has not taken its slot after this long is woken again. */
+const REWAKE_GRANTED_AFTER_MS = 30_000;
 
 /**
  * One reconciler pass: starts the workflow of every open call row written more than
  * `startAfterMs` ago without a confirmed workflow, and ends as failed (workflow_lost) the
- * open calls whose workflow no longer runs.
+ * open calls whose workflow no longer runs; then repairs slot grants (free slots handed to
+ * waiting calls, lost wake-ups sent again: src/services/callSlots.ts).
  */
 export async function reconcileCalls(
   deps: CallServiceDeps,
-  opts: { startAfterMs: number; staleAfterMs: number; limit?: number },
+  opts: { startAfterMs: number; staleAfterMs: number; limit?: number; rewakeAfterMs?: number },
 ): Promise<ReconcileReport> {
   const limit = opts.limit ?? 200;
-  const report: ReconcileReport = { started: 0, failed: 0 };
+  const report: ReconcileReport = { started: 0, failed: 0, slots: { granted: 0, rewoken: 0 } };
   for (const call of await findCallsWithoutWorkflow(deps.pool, opts.startAfterMs, limit)) {
     try {
       await startCallWorkflow(deps, call);
@@ -345,9 +324,10 @@ export async function reconcileCalls(
     });
     if (changed) {
       report.failed += 1;
-      await wakeSlotWaiters(deps, call.team_id);
+      await releaseSlotAndGrant(deps, call.id);
     }
   }
+  report.slots = await repairSlotGrants(deps, { rewakeAfterMs: opts.rewakeAfterMs ?? REWAKE_GRANTED_AFTER_MS });
   return report;
 }
 

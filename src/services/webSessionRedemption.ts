@@ -4,10 +4,11 @@
  * idempotent: the call id is fixed by the workflow before the first attempt (scheduleCall
  * with that id creates one call, ever), and the row transitions are conditional updates.
  */
-import { releaseSlot, transferSessionSlotToCall } from '../db/repositories/concurrencySlots.js';
+import { transferSessionSlotToCall } from '../db/repositories/concurrencySlots.js';
 import { findWebSessionById, markWebSessionExpired, markWebSessionUsed } from '../db/repositories/webSessions.js';
 import type { WebSessionRedemption } from '../../workflows/contracts.js';
-import { scheduleCall, wakeSlotWaiters, type CallServiceDeps } from './calls.js';
+import { releaseSlotAndGrant } from './callSlots.js';
+import { scheduleCall, type CallServiceDeps } from './calls.js';
 import { notFound } from './errors.js';
 import { webSessionEvent, withWebhookEvents } from './webhookEvents.js';
 
@@ -49,6 +50,5 @@ export async function expireWebSession(deps: CallServiceDeps, input: { sessionId
     const expired = await markWebSessionExpired(tx, input.sessionId);
     return { result: undefined, events: expired ? [webSessionEvent('web_session.expired', expired)] : [] };
   });
-  await releaseSlot(deps.pool, input.sessionId);
-  await wakeSlotWaiters(deps, input.teamId);
+  await releaseSlotAndGrant(deps, input.sessionId);
 }

@@ -5,10 +5,10 @@ import { SimulatorProvider } from './simulator.js';
 export type { PlaceCallRequest, PlacedCall, SimulatedCallPlan, VoiceProvider } from './provider.js';
 
 /** The voice provider named by VOICE_PROVIDER. */
-export function createVoiceProvider(config: Pick<Config, 'VOICE_PROVIDER' | 'SIMULATOR_CALL_SECONDS'>): VoiceProvider {
+export function createVoiceProvider(config: Pick<Config, 'VOICE_PROVIDER' | 'SIMULATOR_CALL_SECONDS' | 'DEFAULT_PHONE_REGION'>): VoiceProvider {
   switch (config.VOICE_PROVIDER) {
     case 'simulator':
-      return new SimulatorProvider(config.SIMULATOR_CALL_SECONDS);
+      return new SimulatorProvider(config.SIMULATOR_CALL_SECONDS, config.DEFAULT_PHONE_REGION);
     default:
       throw new Error(`unknown voice provider ${String(config.VOICE_PROVIDER)}`);
   }

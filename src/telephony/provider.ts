@@ -17,6 +17,8 @@ export interface PlaceCallRequest {
   contact: Record<string, unknown>;
   script: { id: string; name: string; definition: unknown };
   objects: Record<string, unknown>;
+  /** The call's own fields (call.* of a script: id, type, numbers, team, script). */
+  call?: Record<string, unknown>;
 }
 
 /** How a simulated call goes, from dialling to hang-up. */
@@ -30,6 +32,12 @@ export interface SimulatedCallPlan {
   answered: boolean;
   turns: ConversationTurn[];
   recordingUrl: string | null;
+  /**
+   * The callee's answer to each ask step of the call's script, by step id, when the script
+   * runs (an answered call that completes): the callee answers from its own record, so the
+   * answers are part of the plan.
+   */
+  answers?: Record<string, string>;
 }
 
 export type PlacedCall =

@@ -4,6 +4,8 @@
  * the script runs to its end. A call lasts about SIMULATOR_CALL_SECONDS.
  */
 import type { ConversationTurn, EndReason } from '../domain/calls.js';
+import { parseScriptDefinition } from '../domain/scripts/definition.js';
+import { simulatedCalleeAnswers } from '../domain/scripts/steps.js';
 import type { PlaceCallRequest, PlacedCall, SimulatedCallPlan, VoiceProvider } from './provider.js';
 
 type Outcome = Pick<SimulatedCallPlan, 'status' | 'endReason' | 'answered'>;
@@ -74,7 +76,11 @@ export function simulatedConversation(request: PlaceCallRequest): ConversationTu
 export class SimulatorProvider implements VoiceProvider {
   readonly name = 'simulator';
 
-  constructor(private readonly callSeconds: number) {}
+  constructor(
+    private readonly callSeconds: number,
+    /** For the answers the callee gives (spoken dates). */
+    private readonly region = 'US',
+  ) {}
 
   async placeCall(request: PlaceCallRequest): Promise<PlacedCall> {
     const outcome = simulatedOutcome(request.to);
@@ -104,6 +110,9 @@ export class SimulatorProvider implements VoiceProvider {
       default:
         turns = [];
     }
+    // An answered call that completes runs the call's script: the callee's answers come with the plan.
+    const parsed = outcome.status === 'completed' ? parseScriptDefinition(request.script.definition) : undefined;
+    const answers = parsed?.ok ? simulatedCalleeAnswers(parsed.script, { contact: request.contact, objects: request.objects, call: request.call ?? {} }, this.region) : undefined;
     return {
       provider: this.name,
       providerCallId: `sim-${request.callId}`,
@@ -114,6 +123,7 @@ export class SimulatorProvider implements VoiceProvider {
         talkSeconds,
         turns,
         recordingUrl: outcome.answered ? `https://recordings.simulator.invalid/${request.callId}.wav` : null,
+        ...(answers ? { answers } : {}),
       },
     };
   }

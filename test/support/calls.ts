@@ -63,6 +63,30 @@ export async function startCallWorkerEnv(config: Config): Promise<CallWorkerEnv>
   }
 }
 
+type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
+type HistoryEvent = NonNullable<History['events']>[number];
+
+/**
+ * What one history event is, in a word or two (undefined for workflow tasks and the like):
+ * the type of an activity or of a local activity (its marker), `timer 3s`, `signal <name>`.
+ */
+export function historyStep(e: HistoryEvent): string | undefined {
+  if (e.activityTaskScheduledEventAttributes) return e.activityTaskScheduledEventAttributes.activityType?.name ?? undefined;
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName === 'core_local_activity') {
+    const data = marker.details?.data?.payloads?.[0]?.data;
+    return data ? (JSON.parse(Buffer.from(data).toString()) as { activity_type?: string }).activity_type : 'local activity';
+  }
+  if (e.timerStartedEventAttributes) return `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds)}s`;
+  if (e.workflowExecutionSignaledEventAttributes) return `signal ${e.workflowExecutionSignaledEventAttributes.signalName}`;
+  return undefined;
+}
+
+/** The steps of a history in order (historyStep of each event that is one). */
+export function historySteps(history: History): string[] {
+  return (history.events ?? []).map(historyStep).filter((s): s is string => s !== undefined);
+}
+
 export async function callRow(pool: Pool, callId: string): Promise<CallRecord> {
   const call = await findCallById(pool, callId);
   if (!call) throw new Error(`call ${callId} not found`);
@@ -81,9 +105,7 @@ export async function callResultOrStuck(pool: Pool, client: Client, callId: stri
     timer = setTimeout(async () => {
       const row = await callRow(pool, callId).catch(() => undefined);
       const history = await handle.fetchHistory().catch(() => undefined);
-      const last = (history?.events ?? [])
-        .slice(-6)
-        .map((e) => `${e.eventId} ${e.eventType} ${JSON.stringify(e.activityTaskScheduledEventAttributes?.activityType?.name ?? e.timerStartedEventAttributes?.startToFireTimeout ?? '')}`);
+      const last = (history?.events ?? []).slice(-6).map((e) => `${e.eventId} ${e.eventType} ${historyStep(e) ?? ''}`);
       reject(new Error(`call ${callId} did not end: row ${row?.status}/${row?.progress}; last events ${last.join(' | ')}`));
     }, timeoutMs);
   });

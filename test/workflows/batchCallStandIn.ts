@@ -6,7 +6,7 @@
 // own tests and by test/e2e/batches.test.ts), which makes a 1,000-call batch affordable.
 import { condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { CallActivities } from '../../activities/calls.js';
-import { cancelCallSignal, NOT_FOUND_FAILURE, slotFreedSignal, type CallWorkflowInput, type CallWorkflowResult } from '../../workflows/contracts.js';
+import { cancelCallSignal, NOT_FOUND_FAILURE, slotGrantedSignal, type CallWorkflowInput, type CallWorkflowResult } from '../../workflows/contracts.js';
 
 export { batchWorkflow } from '../../workflows/batchWorkflow.js';
 
@@ -19,22 +19,22 @@ const calls = proxyActivities<CallActivities>({
 
 export async function callWorkflow(input: CallWorkflowInput): Promise<CallWorkflowResult> {
   let woken = false;
-  setHandler(slotFreedSignal, () => {
+  setHandler(slotGrantedSignal, () => {
     woken = true;
   });
   setHandler(cancelCallSignal, () => {
     woken = true;
   });
   for (;;) {
-    const slot = await calls.acquireCallSlot({ callId: input.callId, teamId: input.teamId });
-    if (slot.granted) break;
-    if (slot.reason === 'not_scheduled') return { callId: input.callId, status: slot.status, endReason: null };
     woken = false;
+    const slot = await calls.requestCallSlot({ callId: input.callId, teamId: input.teamId });
+    if (slot.outcome === 'granted') break;
+    if (slot.outcome === 'not_scheduled') return { callId: input.callId, status: slot.status, endReason: null };
     await condition(() => woken, 30_000);
   }
   const started = await calls.markCallInProgress({ callId: input.callId, actualTime: new Date(Date.now()).toISOString(), progress: 'in_conversation' });
   if (started.status !== 'in-progress') {
-    await calls.releaseCallSlot({ callId: input.callId, teamId: input.teamId });
+    await calls.releaseCallSlot({ callId: input.callId });
     return { callId: input.callId, status: started.status, endReason: null };
   }
   await sleep(STAND_IN_CALL_MS);

@@ -19,13 +19,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { callResultView } from '../../src/services/callViews.js';
 import type { Pool } from '../../src/db/pool.js';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
-import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
+import { countedSlots, countLiveSlots, grantFreeSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, calleeNumber, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+import { callResultOrStuck, callRow, callTestConfig, calleeNumber, historySteps, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
@@ -76,6 +76,10 @@ async function record(callId: string, name: string): Promise<void> {
  */
 function result(callId: string): Promise<CallWorkflowResult> {
   return callResultOrStuck(pool, plain, callId, 60_000);
+}
+
+async function steps(callId: string): Promise<string[]> {
+  return historySteps(await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory());
 }
 
 describe('call workflow: outcomes', () => {
@@ -217,7 +221,50 @@ describe('call workflow: the concurrency ceiling', () => {
     assert.ok(Math.max(starts[0], starts[1]) < Math.min(starts[2], starts[3], starts[4]), 'the first two went first');
     assert.ok(rows[2].actual_time! >= rows[0].end_time! || rows[2].actual_time! >= rows[1].end_time!, 'the third waited for a slot');
     assert.equal(await countLiveSlots(pool, team.teamId), 0);
+    assert.equal(await countedSlots(pool, team.teamId), 0, 'the team counts no slot either');
+    // Each freed slot went to exactly the next call: one wake-up per call that waited, none to the others.
+    const granted = await Promise.all(calls.map(async (c) => (await steps(c.callId)).filter((s) => s === 'signal slotGranted').length));
+    assert.deepEqual(granted.slice(0, 2), [0, 0], 'the first two never waited');
+    for (const n of granted.slice(2)) assert.ok(n <= 1, `one wake-up at most: ${granted}`);
+    assert.ok(granted.slice(2).filter((n) => n === 1).length >= 2, `the calls that waited were woken by their grant: ${granted}`);
     await record(calls[4].callId, 'waited-for-a-slot');
+  });
+
+  test('a wake-up that never arrived is sent again by the reconciler: the waiting call starts long before its own re-check', async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 1 });
+    const first = await schedule(team, '1235');
+    await waitForCall(pool, first.callId, (c) => c.status === 'in-progress');
+    const second = await schedule(team, '1236');
+    await waitForCall(pool, second.callId, (c) => c.progress === 'waiting_for_slot');
+    // A second slot, granted in the database without the signal (as if the worker died between the two).
+    await pool.query('UPDATE teams SET max_concurrent = 2 WHERE id = $1', [team.teamId]);
+    assert.deepEqual(await grantFreeSlots(pool, team.teamId), [second.callId]);
+    const report = await reconcileCalls(deps, { startAfterMs: 3600_000, staleAfterMs: 3600_000, rewakeAfterMs: 0 });
+    assert.ok(report.slots.rewoken >= 1, JSON.stringify(report));
+    assert.equal((await result(second.callId)).status, 'completed');
+    assert.equal((await result(first.callId)).status, 'completed');
+    assert.equal(await countLiveSlots(pool, team.teamId), 0);
+  });
+});
+
+describe('call workflow: history', () => {
+  test('a completed simulated call: one local-activity marker per row write, one memo per script step, under fifty events', async () => {
+    const team = await createTestTeam(pool);
+    const call = await schedule(team, '8642');
+    assert.equal((await result(call.callId)).status, 'completed');
+    await record(call.callId, 'completed-script');
+    const history = await plain.workflow.getHandle(callWorkflowId(call.callId)).fetchHistory();
+    const events = history.events ?? [];
+    assert.deepEqual(
+      historySteps(history).filter((s) => !s.startsWith('timer')),
+      ['requestCallSlot', 'markCallInProgress', 'placeCall', 'recordConversation', 'completeCall', 'analyseCall'],
+    );
+    assert.equal(events.filter((e) => e.workflowPropertiesModifiedEventAttributes).length, 7, 'each script step shows in the history');
+    assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0, 'no activity task: every row write is local');
+    assert.ok(events.length <= 50, `${events.length} events`);
+    const row = await callRow(pool, call.callId);
+    assert.equal(row.conversation.length, 7, 'every turn of the script, written once');
+    assert.deepEqual(row.system_notes.map((n) => n.kind), ['auth_check', 'script_result']);
   });
 });
 
@@ -241,8 +288,7 @@ describe('call workflow: results arrive after the terminal status', () => {
     assert.match(late.transcript, /^Agent: /);
     assert.ok(late.transcript_json.length > 0);
     assert.equal(late.objectives.length, 2);
-    const history = await plain.workflow.getHandle(callWorkflowId(call.callId)).fetchHistory();
-    const names = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? (e.timerStartedEventAttributes ? `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds)}s` : undefined)).filter(Boolean);
+    const names = await steps(call.callId);
     const complete = names.indexOf('completeCall');
     assert.deepEqual(names.slice(complete, complete + 3), ['completeCall', `timer ${ANALYSIS_DELAY_MS / 1000}s`, 'analyseCall'], 'analysed seconds after the end, never before');
   });

@@ -290,6 +290,27 @@ export async function appendSystemNotes(db: Queryable, callId: string, startInde
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * One write of what a stretch of the conversation produced: the progress of an in-progress
+ * call, turns appended from index `turnStart` and System Notes from `noteStart`. Each part
+ * is applied only when the row is where the writer expects it (a retry writes nothing twice).
+ */
+export async function recordConversation(
+  db: Queryable,
+  callId: string,
+  write: { progress?: string; turnStart: number; turns: ConversationTurn[]; noteStart: number; notes: SystemNote[] },
+): Promise<void> {
+  await db.query(
+    `UPDATE calls SET
+        conversation = CASE WHEN $3::int > 0 AND jsonb_array_length(conversation) = $2 THEN conversation || $4::jsonb ELSE conversation END,
+        system_notes = CASE WHEN $6::int > 0 AND jsonb_array_length(system_notes) = $5 THEN system_notes || $7::jsonb ELSE system_notes END,
+        progress = CASE WHEN $8::text IS NOT NULL AND status = 'in-progress' THEN $8 ELSE progress END,
+        modified_at = now()
+      WHERE id = $1`,
+    [callId, write.turnStart, write.turns.length, JSON.stringify(write.turns), write.noteStart, write.notes.length, JSON.stringify(write.notes), write.progress ?? null],
+  );
+}
+
 export interface CallAnalysis {
   call_summary: string;
   transcript: string;

@@ -1,47 +1,40 @@
 /**
  * The team concurrency ceiling (teams.max_concurrent, docs/calls.md), shared by phone calls
- * and web sessions.
+ * and web sessions, and the line of phone calls waiting for it.
  *
  * A slot is a concurrency_slots row held by a web session (holder_id = session id, live
  * while expires_at > now()) or by a call (holder_id = call id, live while the call is not
  * terminal). Liveness is derived from those facts, so a crashed worker, a lost activity or
- * an expired session never keeps a slot: explicit release only tidies up. Every
- * acquisition runs in one transaction that locks the team row (FOR NO KEY UPDATE, which
- * serialises acquisitions without blocking inserts that reference the team), so the count
- * it reads is exact under any concurrency.
+ * an expired session never keeps a slot: a team at its ceiling reclaims its dead slots
+ * before it refuses one. Every change locks the team's team_slots row, which also counts
+ * the team's slots, so the ceiling is exact under any concurrency and checking it costs the
+ * same at any size.
  *
- * Phone calls never fail for lack of a slot: they are served in order of scheduled_time,
- * then creation, among the team's due calls that have no slot yet (whether or not their
- * workflow has asked yet); call_slot_waiters records the ones that asked and wait.
+ * Phone calls never fail for lack of a slot: the line is the team's due phone calls still
+ * scheduled without a slot, in order of scheduled_time, then creation, whether or not their
+ * workflow has asked yet. Free slots are granted from the head of the line: by the request
+ * of a call (to the calls ahead of it first), and by every release, which hands the freed
+ * slot straight to the next call. A granted call leaves the line (calls.slot_granted_at), so
+ * each grant is O(1) however long the line is. The SQL is in the migration
+ * 1300_slot_dispatcher.sql; src/services/callSlots.ts wakes the waiting calls a grant names.
  */
-import { withTransaction, type Pool, type PoolClient, type Queryable } from '../pool.js';
+import type { Pool, Queryable } from '../pool.js';
 
 const LIVE_SLOT = `(
   (s.kind = 'session' AND s.expires_at > clock_timestamp())
   OR (s.kind = 'call' AND EXISTS (SELECT 1 FROM calls c WHERE c.id = s.call_id AND c.status IN ('scheduled', 'in-progress')))
 )`;
 
-async function lockTeam(client: PoolClient, teamId: string): Promise<number | undefined> {
-  const { rows } = await client.query<{ max_concurrent: number }>('SELECT max_concurrent FROM teams WHERE id = $1 FOR NO KEY UPDATE', [teamId]);
-  return rows[0]?.max_concurrent;
-}
-
-/** Deletes the team's dead slots and waiters whose call no longer waits; returns the live slot count. */
-async function liveSlotCount(client: Queryable, teamId: string): Promise<number> {
-  await client.query(`DELETE FROM concurrency_slots s WHERE s.team_id = $1 AND NOT ${LIVE_SLOT}`, [teamId]);
-  await client.query(
-    `DELETE FROM call_slot_waiters w WHERE w.team_id = $1
-        AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.id = w.call_id AND c.status = 'scheduled')`,
-    [teamId],
-  );
-  const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM concurrency_slots s WHERE s.team_id = $1', [teamId]);
-  return rows[0].n;
-}
-
 /** Live slots of a team right now (no lock; for reports and tests). */
 export async function countLiveSlots(db: Queryable, teamId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM concurrency_slots s WHERE s.team_id = $1 AND ${LIVE_SLOT}`, [teamId]);
   return rows[0].n;
+}
+
+/** The team's slot count as kept in team_slots (live and not yet reclaimed dead slots). */
+export async function countedSlots(db: Queryable, teamId: string): Promise<number> {
+  const { rows } = await db.query<{ in_use: number }>('SELECT in_use FROM team_slots WHERE team_id = $1', [teamId]);
+  return rows[0]?.in_use ?? 0;
 }
 
 /**
@@ -54,20 +47,8 @@ export async function tryAcquireSessionSlot(
   sessionId: string,
   expiresAt: Date,
 ): Promise<{ granted: boolean; maxConcurrent: number }> {
-  return withTransaction(db, async (client) => {
-    const maxConcurrent = await lockTeam(client, teamId);
-    if (maxConcurrent === undefined) throw new Error(`team ${teamId} not found`);
-    const held = await client.query('SELECT 1 FROM concurrency_slots WHERE holder_id = $1', [sessionId]);
-    if (held.rowCount) return { granted: true, maxConcurrent };
-    const live = await liveSlotCount(client, teamId);
-    if (live >= maxConcurrent) return { granted: false, maxConcurrent };
-    await client.query(`INSERT INTO concurrency_slots (holder_id, team_id, kind, expires_at) VALUES ($1, $2, 'session', $3)`, [
-      sessionId,
-      teamId,
-      expiresAt,
-    ]);
-    return { granted: true, maxConcurrent };
-  });
+  const { rows } = await db.query<{ granted: boolean; max_slots: number }>('SELECT granted, max_slots FROM acquire_session_slot($1, $2, $3)', [teamId, sessionId, expiresAt]);
+  return { granted: rows[0].granted, maxConcurrent: rows[0].max_slots };
 }
 
 /**
@@ -84,75 +65,70 @@ export async function transferSessionSlotToCall(db: Queryable, sessionId: string
   return (rowCount ?? 0) > 0;
 }
 
-/** Frees a slot held by a session id or a call id; returns the team whose slot it was. */
+/**
+ * Frees a slot held by a session id or a call id, without handing it on; returns the team
+ * whose slot it was. Waiting calls get it at the next grant (releaseSlotAndGrant wakes them
+ * now: prefer it, through src/services/callSlots.ts).
+ */
 export async function releaseSlot(db: Queryable, holderId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ team_id: string }>('DELETE FROM concurrency_slots WHERE holder_id = $1 RETURNING team_id', [holderId]);
-  return rows[0]?.team_id;
+  const { rows } = await db.query<{ released_team: string | null }>('SELECT released_team FROM release_slot($1, false)', [holderId]);
+  return rows[0].released_team ?? undefined;
 }
 
-export type CallSlotResult =
-  | { granted: true; maxConcurrent: number }
-  | { granted: false; reason: 'waiting'; position: number; maxConcurrent: number }
-  | { granted: false; reason: 'not_scheduled'; status: string };
+/** Frees a slot and hands the team's free slots to its line: the team and the waiting calls granted. */
+export async function releaseSlotAndGrant(db: Queryable, holderId: string): Promise<{ teamId?: string; woken: string[] }> {
+  const { rows } = await db.query<{ released_team: string | null; woken: string[] }>('SELECT released_team, woken FROM release_slot($1, true)', [holderId]);
+  return { teamId: rows[0].released_team ?? undefined, woken: rows[0].woken };
+}
+
+/** Hands the team's free slots to its line; returns the waiting calls granted. */
+export async function grantFreeSlots(db: Queryable, teamId: string): Promise<string[]> {
+  const { rows } = await db.query<{ woken: string[] }>('SELECT woken FROM grant_free_slots($1)', [teamId]);
+  return rows[0].woken;
+}
+
+export type CallSlotRequest =
+  | { outcome: 'granted'; status: string; maxConcurrent: number; woken: string[] }
+  | { outcome: 'waiting'; status: 'scheduled'; maxConcurrent: number; woken: string[] }
+  | { outcome: 'not_scheduled'; status: string; maxConcurrent: number; woken: string[] };
 
 /**
- * The call-side acquire, first come first served: registers the call as a waiter and
- * grants it a slot when fewer due calls are ahead of it than there are free slots. Calling
- * it again is safe: a call that already holds its slot is granted again, and a call that
- * is no longer scheduled (cancelled meanwhile) is told so and leaves the queue.
+ * The call-side request, first come first served: grants the call a slot when the free
+ * slots reach it in line (after the calls ahead of it), else it waits (progress
+ * waiting_for_slot) until a release hands it one. Calling it again is safe: a call that
+ * holds its slot, or is in progress, is granted again; a call that is no longer scheduled
+ * (cancelled meanwhile) is told so and gives back a slot it held. `woken` names the waiting
+ * calls this request granted on the way.
  */
-export async function acquireCallSlot(db: Pool, teamId: string, callId: string): Promise<CallSlotResult> {
-  return withTransaction(db, async (client) => {
-    const maxConcurrent = await lockTeam(client, teamId);
-    if (maxConcurrent === undefined) throw new Error(`team ${teamId} not found`);
-    const { rows: calls } = await client.query<{ status: string }>('SELECT status FROM calls WHERE id = $1 AND team_id = $2', [callId, teamId]);
-    if (!calls[0]) throw new Error(`call ${callId} not found`);
-    const held = await client.query('SELECT 1 FROM concurrency_slots WHERE call_id = $1', [callId]);
-    if (held.rowCount && calls[0].status !== 'scheduled' && calls[0].status !== 'in-progress') {
-      await client.query('DELETE FROM concurrency_slots WHERE call_id = $1', [callId]);
-    }
-    if (calls[0].status !== 'scheduled') {
-      await client.query('DELETE FROM call_slot_waiters WHERE call_id = $1', [callId]);
-      if (calls[0].status === 'in-progress' && held.rowCount) return { granted: true, maxConcurrent };
-      return { granted: false, reason: 'not_scheduled', status: calls[0].status };
-    }
-    if (held.rowCount) return { granted: true, maxConcurrent };
-    await client.query('INSERT INTO call_slot_waiters (call_id, team_id) VALUES ($1, $2) ON CONFLICT (call_id) DO NOTHING', [callId, teamId]);
-    const live = await liveSlotCount(client, teamId);
-    // Ahead of this call: every due phone call of the team scheduled before it (then created
-    // before it) that has no slot yet, whether or not its workflow has asked yet.
-    const { rows: ahead } = await client.query<{ n: number }>(
-      `SELECT count(*)::int AS n
-         FROM calls c JOIN calls me ON me.id = $2
-        WHERE c.team_id = $1 AND c.status = 'scheduled' AND c.type <> 'web' AND c.id <> $2
-          AND c.scheduled_time <= clock_timestamp()
-          AND (c.scheduled_time, c.seq) < (me.scheduled_time, me.seq)
-          AND NOT EXISTS (SELECT 1 FROM concurrency_slots s WHERE s.call_id = c.id)`,
-      [teamId, callId],
-    );
-    const position = ahead[0].n;
-    if (position >= maxConcurrent - live) return { granted: false, reason: 'waiting', position, maxConcurrent };
-    await client.query(`INSERT INTO concurrency_slots (holder_id, team_id, kind, call_id) VALUES ($1::text, $2, 'call', $1::uuid)`, [callId, teamId]);
-    await client.query('DELETE FROM call_slot_waiters WHERE call_id = $1', [callId]);
-    return { granted: true, maxConcurrent };
-  });
+export async function requestCallSlot(db: Queryable, teamId: string, callId: string): Promise<CallSlotRequest> {
+  const { rows } = await db.query<{ outcome: CallSlotRequest['outcome']; call_status: string; max_slots: number; woken: string[] }>(
+    'SELECT outcome, call_status, max_slots, woken FROM request_call_slot($1, $2)',
+    [teamId, callId],
+  );
+  const r = rows[0];
+  return { outcome: r.outcome, status: r.call_status, maxConcurrent: r.max_slots, woken: r.woken } as CallSlotRequest;
+}
+
+/** Teams with calls whose workflow waits in line (the reconciler hands them any free slot). */
+export async function teamsWithWaitingCalls(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ team_id: string }>(
+    `SELECT DISTINCT team_id FROM calls
+      WHERE status = 'scheduled' AND type <> 'web' AND slot_granted_at IS NULL AND progress = 'waiting_for_slot'`,
+  );
+  return rows.map((r) => r.team_id);
 }
 
 /**
- * The due calls of a team that the free slots could serve now, first in line first: the
- * ones to wake after a release. No lock: the acquire itself decides.
+ * Calls granted a slot more than `olderThanMs` ago whose workflow has not taken it yet
+ * (still waiting): their wake-up may have been lost.
  */
-export async function slotWaitersToWake(db: Queryable, teamId: string): Promise<string[]> {
+export async function grantsNotTaken(db: Queryable, olderThanMs: number, limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `WITH free AS (
-       SELECT t.max_concurrent - (SELECT count(*) FROM concurrency_slots s WHERE s.team_id = t.id AND ${LIVE_SLOT}) AS n
-         FROM teams t WHERE t.id = $1)
-     SELECT c.id FROM calls c
-      WHERE c.team_id = $1 AND c.status = 'scheduled' AND c.type <> 'web' AND c.scheduled_time <= clock_timestamp()
-        AND NOT EXISTS (SELECT 1 FROM concurrency_slots s WHERE s.call_id = c.id)
-      ORDER BY c.scheduled_time, c.seq
-      LIMIT GREATEST((SELECT n FROM free), 0)`,
-    [teamId],
+    `SELECT c.id FROM concurrency_slots s JOIN calls c ON c.id = s.call_id
+      WHERE s.kind = 'call' AND c.status = 'scheduled' AND c.progress = 'waiting_for_slot'
+        AND c.slot_granted_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY c.slot_granted_at LIMIT $2`,
+    [olderThanMs, limit],
   );
   return rows.map((r) => r.id);
 }

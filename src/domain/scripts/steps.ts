@@ -175,6 +175,22 @@ export function simulatedCalleeAnswer(input: {
   return `It's ${value}.`;
 }
 
+/**
+ * What the simulated callee answers to each ask step of a script, by step id. The callee
+ * answers from its own record (contact, objects, call), never from the script's working
+ * variables, so every answer is known before the call starts.
+ */
+export function simulatedCalleeAnswers(script: ScriptDefinition, data: ScriptCallData, region: string): Record<string, string> {
+  const scope = initialScope(data);
+  const callee: Scope = { contact: scope.contact, objects: scope.objects, call: scope.call };
+  const answers: Record<string, string> = {};
+  for (const step of script.steps) {
+    if (step.type !== 'ask') continue;
+    answers[step.id] = simulatedCalleeAnswer({ variable: step.variable, expect: step.expect, scope: callee, simulatedAnswers: script.simulated_answers, region });
+  }
+  return answers;
+}
+
 // ------------------------------------------------------------------ for post-call analysis
 
 /** The objective names a stored script declares (plain strings and `{ objective }` alike). */

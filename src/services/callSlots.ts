@@ -1,0 +1,88 @@
+/**
+ * The slot dispatcher: the one place where a phone call is granted a slot under its team's
+ * ceiling (docs/calls.md, "The concurrency ceiling"). Postgres keeps the line and decides
+ * every grant under the team's lock (src/db/repositories/concurrencySlots.ts); this module
+ * asks, releases, and wakes exactly the calls a grant names, each with one `slotGranted`
+ * signal. A freed slot therefore costs one grant and at most one signal, however many calls
+ * wait.
+ *
+ * Whatever else must hold before a call may start (a calling window, a dial token) belongs
+ * here too, next to the slot, so that one place decides when a call starts.
+ */
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool.js';
+import {
+  grantFreeSlots as grantFreeSlotRows,
+  grantsNotTaken,
+  releaseSlotAndGrant as releaseSlotRow,
+  requestCallSlot as requestCallSlotRow,
+  teamsWithWaitingCalls,
+  type CallSlotRequest,
+} from '../db/repositories/concurrencySlots.js';
+import type { Logger } from '../logging/logger.js';
+import { callWorkflowId, slotGrantedSignal } from '../../workflows/contracts.js';
+
+export interface CallSlotDeps {
+  pool: Pool;
+  temporal: Client;
+  logger?: Logger;
+}
+
+/** Tells each call's workflow that its slot is granted. Best effort: the reconciler re-sends what is lost. */
+async function wake(deps: CallSlotDeps, callIds: string[]): Promise<void> {
+  await Promise.all(
+    callIds.map((id) =>
+      deps.temporal.workflow
+        .getHandle(callWorkflowId(id))
+        .signal(slotGrantedSignal)
+        .catch((err) => deps.logger?.debug({ err, callId: id }, 'granted call not signalled')),
+    ),
+  );
+}
+
+/**
+ * A due phone call asks for its slot: granted, waiting (a release will grant it and wake
+ * it), or not_scheduled (cancelled meanwhile; a slot it held is given back). Safe to repeat.
+ */
+export async function requestCallSlot(deps: CallSlotDeps, teamId: string, callId: string): Promise<CallSlotRequest> {
+  const request = await requestCallSlotRow(deps.pool, teamId, callId);
+  await wake(deps, request.woken);
+  return request;
+}
+
+/**
+ * Frees a slot (a call's or a web session's) and hands it straight to the next call in line,
+ * waking that call. A no-op for a holder without a slot.
+ */
+export async function releaseSlotAndGrant(deps: CallSlotDeps, holderId: string): Promise<void> {
+  const { woken } = await releaseSlotRow(deps.pool, holderId);
+  await wake(deps, woken);
+}
+
+/** Hands the team's free slots to its line (after a cancel, or when slots were freed without a grant). */
+export async function grantFreeSlots(deps: CallSlotDeps, teamId: string): Promise<number> {
+  const woken = await grantFreeSlotRows(deps.pool, teamId);
+  await wake(deps, woken);
+  return woken.length;
+}
+
+export interface SlotRepairReport {
+  /** Waiting calls granted a slot that had stayed free. */
+  granted: number;
+  /** Granted calls woken again because they had not taken their slot. */
+  rewoken: number;
+}
+
+/**
+ * The safety net behind the single wake-up (run by the reconciler): teams with waiting calls
+ * hand out any free slot (a ceiling raised, a dead slot reclaimed), and calls granted more
+ * than `rewakeAfterMs` ago that still wait are signalled again.
+ */
+export async function repairSlotGrants(deps: CallSlotDeps, opts: { rewakeAfterMs: number; limit?: number }): Promise<SlotRepairReport> {
+  const report: SlotRepairReport = { granted: 0, rewoken: 0 };
+  for (const teamId of await teamsWithWaitingCalls(deps.pool)) report.granted += await grantFreeSlots(deps, teamId);
+  const stale = await grantsNotTaken(deps.pool, opts.rewakeAfterMs, opts.limit ?? 500);
+  await wake(deps, stale);
+  report.rewoken = stale.length;
+  return report;
+}

@@ -110,9 +110,40 @@ export function outcomeOfEdgeFailure(err: unknown): { outcome: ConversationOutco
   return { outcome: MEDIA_LOST_OUTCOME, note: `The media edge failed during ${err.activityType}: ${cause?.message ?? err.message}; the call ended as dropout.` };
 }
 
+/** Patch id: transcript and note writes go behind the conversation (older histories replay awaiting each). */
+export const WRITES_BEHIND_PATCH = 'media-writes-behind';
+
+/**
+ * The call's transcript turns and System Notes, written in order behind the conversation:
+ * each write is queued after the one before, and (when `behind`) the script goes on without
+ * waiting for it, so the next line's activity is scheduled in the same workflow task as the
+ * write instead of one activity round trip later: that round trip was on every turn's
+ * latency. Writes finish even when the script's scope is cancelled: what was said stays said.
+ */
+class CallWrites {
+  private last: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  constructor(private readonly behind: boolean) {}
+
+  write(run: () => Promise<void>): Promise<void> {
+    const done = this.last.then(() => CancellationScope.nonCancellable(run));
+    this.last = done.catch((err: unknown) => {
+      this.failure ??= err;
+    });
+    return this.behind ? Promise.resolve() : done;
+  }
+
+  /** Waits for every write so far; throws the first that failed. */
+  async flushed(): Promise<void> {
+    await this.last;
+    if (this.failure) throw this.failure;
+  }
+}
+
 /**
  * Runs the call's script over the edge's media until the script ends, the caller hangs up
- * or the media is lost; returns the call's outcome.
+ * or the media is lost; returns the call's outcome once everything said is written.
  */
 export async function runMediaConversation(ctx: CallContext, taskQueue: string): Promise<ConversationOutcome> {
   const edge = edgeActivities(taskQueue);
@@ -120,10 +151,10 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
   const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
   const note = (text: string): SystemNote => ({ at: new Date().toISOString(), kind: 'media', text });
 
+  const writes = new CallWrites(patched(WRITES_BEHIND_PATCH));
+  const appendTurns = (turns: ConversationTurn[]) => writes.write(() => ctx.appendTurns(turns));
   // The script runs in a scope the caller's hang-up can cancel; the edge's `ended` event races it.
   const scriptScope = new CancellationScope();
-  // Writes finish even when the scope is cancelled mid-step: what was said stays said.
-  const appendTurns = (turns: ConversationTurn[]) => CancellationScope.nonCancellable(() => ctx.appendTurns(turns));
   const script = scriptScope.run(() =>
     runScript(
       context.script.definition,
@@ -131,7 +162,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
       {
         callId: ctx.input.callId,
         appendTurns,
-        appendSystemNotes: (notes) => CancellationScope.nonCancellable(() => ctx.appendSystemNotes(notes)),
+        appendSystemNotes: (notes) => writes.write(() => ctx.appendSystemNotes(notes)),
         voice: edgeVoice(edge, ctx.input.callId, (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text })))),
       },
     ).then(
@@ -149,6 +180,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
   if (raced.kind === 'ended') {
     scriptScope.cancel();
     await script;
+    await writes.flushed();
     return raced.outcome ?? { status: 'failed', endReason: 'call_timeout' };
   }
   const first = raced.kind === 'watch_stopped' ? await script : raced;
@@ -156,6 +188,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
   await endedByEdge;
 
   if (first.kind === 'error') {
+    await writes.flushed();
     if (isCancellation(first.err)) return CALLER_HANGUP_OUTCOME;
     const failure = outcomeOfEdgeFailure(first.err);
     if (!failure) throw first.err;
@@ -163,13 +196,16 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
     return failure.outcome;
   }
 
-  // The script is over: the agent hangs up. A caller who left meanwhile is fine.
+  // The script is over: the agent hangs up (the last writes go on meanwhile). A caller who left meanwhile is fine.
+  let hangUpFailure: string | undefined;
   try {
     await edge.hangUpCaller({ callId: ctx.input.callId });
   } catch (err) {
     const failure = outcomeOfEdgeFailure(err);
-    if (failure && failure.outcome !== CALLER_HANGUP_OUTCOME) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${failure.note}`)]);
+    if (failure && failure.outcome !== CALLER_HANGUP_OUTCOME) hangUpFailure = failure.note;
   }
+  await writes.flushed();
+  if (hangUpFailure) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${hangUpFailure}`)]);
   // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
   if (!first.run.completed) return { status: 'failed', endReason: 'provider_error' };
   return { status: 'completed', endReason: 'agent_hangup' };

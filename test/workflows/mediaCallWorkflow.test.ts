@@ -161,6 +161,16 @@ describe('a call on the media edge: the workflow runs the script through the edg
       const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : []));
       const onEdge = scheduled.filter((a) => a.taskQueue?.name === edge.taskQueue).map((a) => a.activityType?.name);
       assert.deepEqual(onEdge, ['speakToCaller', 'askCaller', 'askCaller', 'speakToCaller', 'hangUpCaller'], 'every step is visible in the history, on the edge queue');
+      // The transcript is written behind the conversation: each line is scheduled by the
+      // workflow task that saw the previous one complete, never an activity round trip later.
+      const events = history.events ?? [];
+      const lines = events.filter((e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name === edge.taskQueue);
+      for (let i = 1; i < lines.length; i++) {
+        const previous = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(lines[i - 1].eventId))!;
+        const tasksBetween = events.filter((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > Number(previous.eventId) && Number(e.eventId) < Number(lines[i].eventId));
+        assert.equal(tasksBetween.length, 1, `line ${i} is scheduled by the first workflow task after line ${i - 1} completed`);
+      }
+      assert.equal(scheduled.filter((a) => a.activityType?.name === 'appendTranscriptTurns').length, 4, 'every turn is written all the same');
     } finally {
       await edge.stop();
     }

@@ -342,7 +342,7 @@ describe('POST /internal/v1/calls/{call_id}/events', () => {
     assert.equal((await api.request('POST', `/internal/v1/calls/${randomUUID()}/events`, { body: { type: 'ringing' }, headers: edge })).status, 404);
     const ok = await api.request('POST', path, { body: { type: 'transcript', role: 'user', text: 'Hello?', event_id: 'e1' }, headers: edge });
     assert.equal(ok.status, 202, ok.text);
-    assert.deepEqual(ok.json, { success: true, call_id, accepted: true });
+    assert.deepEqual(ok.json, { success: true, call_id, accepted: true, team_id: team.teamId }, 'the answer names the call\'s team (the media edge keys its recording by it)');
     await api.request('POST', `/api/v1/cancel-call/${call_id}`, { key: team.apiKey });
     const late = await api.request('POST', path, { body: { type: 'ended', reason: 'agent_hangup' }, headers: edge });
     assert.equal(late.status, 409);

@@ -2,6 +2,7 @@ import type { Config } from '../src/config/index.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { Client } from '@temporalio/client';
+import type { Redis } from 'ioredis';
 import { ApplicationFailure } from '@temporalio/activity';
 import { UseCaseError, type UseCaseErrorKind } from '../src/services/errors.js';
 import {
@@ -23,6 +24,8 @@ import type { CallAnalyser } from '../src/analysis/index.js';
 import type { RecordingStore } from '../src/recordings/index.js';
 import type { HostResolver } from '../src/webhooks/addresses.js';
 import { createWebhookActivities } from './webhooks.js';
+import { createDialingActivities } from './dialing.js';
+import type { DialPacer } from '../src/pacing/dialPacer.js';
 
 /** What activities may touch; injected so tests can hand in their own. */
 export interface ActivityDeps {
@@ -38,6 +41,10 @@ export interface ActivityDeps {
   recordings?: RecordingStore;
   /** How event webhook hosts are resolved before each attempt; default dns.lookup. */
   resolveHost?: HostResolver;
+  /** The shared Redis (REDIS_URL): the dial pacer's store when given, else Postgres. */
+  redis?: Redis;
+  /** The dial pacer (carrier pacing); default one on `redis` or the pool, at DIAL_RATE_PER_NUMBER. */
+  dialPacer?: DialPacer;
 }
 
 /** The ApplicationFailure type of each kind of use-case error. */
@@ -82,6 +89,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createScriptActivities(deps),
     ...createBatchActivities(deps),
     ...createWebhookActivities(deps),
+    ...createDialingActivities(deps),
   });
 }
 

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
 
   // One recording store for both: analysis asks it what the API serves.
   const recordings = createRecordingStore(config);
-  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings });
+  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings, redis });
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings });
   const edge = await startVoiceEdge({
     config: loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` }),

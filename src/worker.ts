@@ -1,6 +1,6 @@
 // The worker process on its own (production topology: `npm run worker`).
 import { ConfigError, loadConfig } from './config/index.js';
-import { openDatabase, openTemporal } from './infrastructure.js';
+import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger } from './logging/logger.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
@@ -10,9 +10,12 @@ async function main(): Promise<void> {
   installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
-  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client });
+  // The dial pacer's shared store when REDIS_URL is set (docs/calls.md, "Carrier pacing").
+  const redis = openRedis(config, logger);
+  const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, redis });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   await worker.done;
+  redis?.disconnect();
   await temporal.close();
   await database.close();
 }

@@ -21,6 +21,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
   allHandlersFinished,
+  patched,
 } from '@temporalio/workflow';
 import type { CallActivities } from '../activities/calls.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
@@ -36,6 +37,13 @@ import {
   type CallWorkflowState,
 } from './contracts.js';
 import { CallEventInbox, runConversation, type CallContext } from './conversation.js';
+import { msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, takeDialToken, waitForCallingWindow } from './dialingPolicy.js';
+
+/**
+ * Marks runs that check the do-not-call list and take a dial token after their slot
+ * (docs/calls.md, "Dialing policy"); runs recorded before replay without them.
+ */
+export const DIALING_POLICY_PATCH = 'dialing-policy-gates';
 
 /**
  * A waiting call asks again this long after it last asked, even without its slotGranted
@@ -97,31 +105,63 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     if (waitMs > 0) await condition(() => cancelRequested, waitMs);
   }
 
-  // 2. Phone: its slot, first come first served: granted now, or by a later release (one
-  // slotGranted signal). Web: the browser connecting.
+  // 2. Phone: the dialing policy decides when it dials, in this order (workflows/dialingPolicy.ts):
+  // its calling window, its slot (first come first served: granted now, or by a later release,
+  // one slotGranted signal), the window again, the do-not-call list, a dial token (pacing).
+  // Web: the browser connecting.
   let holdsSlot = false;
   let mediaTaskQueue: string | undefined;
   if (input.type !== 'web') {
-    state.phase = 'waiting_for_slot';
     for (;;) {
-      // Reset before asking: a grant that arrives while the request runs is not lost.
-      slotGranted = false;
-      const slot = await db.requestCallSlot({ callId: input.callId, teamId: input.teamId });
-      if (slot.outcome === 'granted') {
-        holdsSlot = true;
-        break;
+      // Outside its window the call waits, passed over by the slot line; cancel-call ends the wait.
+      await waitForCallingWindow(input, () => cancelRequested);
+      state.phase = 'waiting_for_slot';
+      for (;;) {
+        // Reset before asking: a grant that arrives while the request runs is not lost.
+        slotGranted = false;
+        const slot = await db.requestCallSlot({ callId: input.callId, teamId: input.teamId });
+        if (slot.outcome === 'granted') {
+          holdsSlot = true;
+          break;
+        }
+        if (slot.outcome === 'not_scheduled') return endedBeforeStart(slot.status);
+        // Waiting in line lasts at most until the window closes: then the call leaves the line.
+        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(SLOT_RECHECK_MS, msUntilWindowCloses(input))));
+        // The grant is committed before its signal is sent: nothing to ask again.
+        if (slotGranted && !cancelRequested) {
+          holdsSlot = true;
+          break;
+        }
+        if (msUntilWindowCloses(input) <= 0) break;
+        if (workflowInfo().continueAsNewSuggested) {
+          await condition(allHandlersFinished);
+          return continueAsNew<typeof callWorkflow>(input, { due: true });
+        }
       }
-      if (slot.outcome === 'not_scheduled') return endedBeforeStart(slot.status);
-      await condition(() => slotGranted || cancelRequested, SLOT_RECHECK_MS);
-      // The grant is committed before its signal is sent: nothing to ask again.
-      if (slotGranted && !cancelRequested) {
-        holdsSlot = true;
-        break;
+      // A slot that came after the window closed goes to the next call in line (the wait for
+      // the window hands it on), and so does a token that came after it.
+      if (!holdsSlot || msUntilWindowCloses(input) <= 0) {
+        holdsSlot = false;
+        continue;
       }
-      if (workflowInfo().continueAsNewSuggested) {
-        await condition(allHandlersFinished);
-        return continueAsNew<typeof callWorkflow>(input, { due: true });
+      if (!patched(DIALING_POLICY_PATCH)) break;
+      // Checked again at dial time: a number listed since the call was scheduled is never dialled.
+      if (await onDoNotCallList(input)) {
+        await db.appendSystemNotes({
+          callId: input.callId,
+          startIndex: 0,
+          notes: [{ at: new Date(Date.now()).toISOString(), kind: 'do_not_call', text: 'The number is on the do-not-call list: the call was not placed.' }],
+        });
+        return finish({ status: 'failed', endReason: 'do_not_call' });
       }
+      // First a slot, then a dial token of the caller number (carrier pacing).
+      const token = await takeDialToken(input);
+      if (!token.granted) {
+        await db.releaseCallSlot({ callId: input.callId });
+        return endedBeforeStart(token.status);
+      }
+      if (msUntilWindowCloses(input) > 0) break;
+      holdsSlot = false;
     }
   } else {
     state.phase = 'waiting_for_connection';
@@ -175,9 +215,15 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   const outcome = await runConversation(ctx);
   return finish(outcome);
 
-  /** 4. The one terminal status, then post-call analysis a few seconds later. */
+  /**
+   * 4. The one terminal status, then post-call analysis a few seconds later. A retry the
+   * call's policy asks for is scheduled first, so whoever sees the call ended sees its next
+   * attempt too (docs/calls.md, "Retries").
+   */
   async function finish(outcome: { status: TerminalStatus; endReason: string }): Promise<CallWorkflowResult> {
-    const ended = await db.completeCall({ callId: input.callId, status: outcome.status, endReason: outcome.endReason, endTime: new Date(Date.now()).toISOString() });
+    const endTime = new Date(Date.now()).toISOString();
+    if (retryDue(input, outcome)) await scheduleNextAttempt(input, { ...outcome, endTime });
+    const ended = await db.completeCall({ callId: input.callId, status: outcome.status, endReason: outcome.endReason, endTime });
     setStatus(ended.status);
     if (ended.status !== 'cancelled') {
       state.phase = 'analysing';

@@ -32,7 +32,10 @@ export type TakeResult = { taken: true; at: number } | { taken: false; waitMs: n
 
 export interface DialPacer {
   readonly store: DialPacingStore['kind'];
-  /** Takes a dial token now if the current slots of the number (and team) are free; else how long until the next slot. */
+  /**
+   * Takes a dial token now if the current slots of the number (and team) are free and no one
+   * of this process waits for the number already; else how long until the next slot.
+   */
   tryTake(key: PacingKey): Promise<TakeResult>;
   /**
    * Waits, queued behind earlier waiters of the same number in this process, until a token
@@ -125,8 +128,10 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
     }
   }
 
-  async function tryTake(key: PacingKey): Promise<TakeResult> {
+  async function tryTake(key: PacingKey, queued = false): Promise<TakeResult> {
     const now = clock();
+    // Waiters of this process go first: a newcomer joins the queue.
+    if (!queued && queues.has(key.fromNumber)) return { taken: false, waitMs: Math.max(1, paceSlot(now, opts.perNumberRate).nextStartMs - now) };
     const number = await consume('n', key.fromNumber, opts.perNumberRate, now);
     if (!number.taken) return number;
     if (!key.teamRate) return { taken: true, at: now };
@@ -142,7 +147,7 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
 
   return {
     store: opts.store.kind,
-    tryTake,
+    tryTake: (key) => tryTake(key),
     async take(key, { maxWaitMs, signal, onWait }) {
       const deadline = clock() + maxWaitMs;
       const turn = enqueue(key.fromNumber);
@@ -159,7 +164,7 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
           await Promise.race([turn.ready, sleep(Math.min(1000, left), signal)]);
         }
         for (;;) {
-          const result = await tryTake(key);
+          const result = await tryTake(key, true);
           if (result.taken) return result.at;
           if (!waited) await waiting();
           const left = deadline - clock();

@@ -17,7 +17,8 @@ export const CALLS_TASK_QUEUE = 'calls-test';
 
 /** Test configuration for call tests: their own task queue, a 3-second simulated call. */
 export function callTestConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
-  return testConfig({ TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE, SIMULATOR_CALL_SECONDS: '3', ...overrides });
+  // Pacing as good as off (one dial per millisecond per number), except in the tests about it.
+  return testConfig({ TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE, SIMULATOR_CALL_SECONDS: '3', DIAL_RATE_PER_NUMBER: '1000', ...overrides });
 }
 
 /** A worker running every workflow and the real activities over `pool`. */

@@ -80,7 +80,7 @@ describe('batch workflow', () => {
 
     assert.equal(result.status, 'completed');
     assert.equal(result.endReason, 'all_called');
-    assert.deepEqual(result.progress, { total: 1000, pending: 0, calling: 0, in_progress: 0, skipped: 0, done: { completed: 1000 }, done_total: 1000 });
+    assert.deepEqual(result.progress, { total: 1000, pending: 0, calling: 0, in_progress: 0, skipped: 0, skipped_dnc: 0, done: { completed: 1000 }, done_total: 1000, attempts: 1000 });
     assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
     const { rows } = await pool.query('SELECT count(*)::int AS n FROM calls WHERE team_id = $1 AND status = $2', [team.teamId, 'completed']);
     assert.equal(rows[0].n, 1000);
@@ -308,9 +308,10 @@ describe('batch workflow', () => {
       `SELECT CASE WHEN state = 'done' THEN 'done:' || call_status ELSE state END AS bucket, count(*)::int AS n FROM batch_contacts WHERE batch_id = $1 GROUP BY 1`,
       [batch.id],
     );
-    const counters = Object.fromEntries(Object.entries(await batchCounts(pool, batch.id)).filter(([, n]) => n !== 0));
+    const { attempts, ...counters } = Object.fromEntries(Object.entries(await batchCounts(pool, batch.id)).filter(([, n]) => n !== 0));
     assert.deepEqual(counters, Object.fromEntries(rows.rows.map((r) => [r.bucket, r.n])));
     assert.deepEqual(counters, { 'done:completed': 45 });
+    assert.equal(attempts, 45, 'one call per contact, counted once');
     await handle(batch.id).terminate('driven by hand in this test');
   });
 

@@ -257,7 +257,7 @@ describe('call workflow: history', () => {
     const events = history.events ?? [];
     assert.deepEqual(
       historySteps(history).filter((s) => !s.startsWith('timer')),
-      ['requestCallSlot', 'markCallInProgress', 'placeCall', 'recordConversation', 'completeCall', 'analyseCall'],
+      ['requestCallSlot', 'checkDoNotCall', 'tryDialToken', 'markCallInProgress', 'placeCall', 'recordConversation', 'completeCall', 'analyseCall'],
     );
     assert.equal(events.filter((e) => e.workflowPropertiesModifiedEventAttributes).length, 7, 'each script step shows in the history');
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0, 'no activity task: every row write is local');

@@ -203,11 +203,12 @@ export async function linkNextAttempt(db: Queryable, callId: string, nextCallId:
 
 /**
  * A scheduled call will not be dialled before `dialAfter` (its calling window's next
- * opening): the slot line passes it over until then. Sets `progress` with it.
+ * opening): it leaves the slot line until then (a slot it was granted is released by the
+ * caller). Sets `progress` with it.
  */
 export async function deferScheduledCall(db: Queryable, callId: string, dialAfter: Date, progress: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE calls SET dial_after = $2, progress = $3, modified_at = now() WHERE id = $1 AND status = 'scheduled'`,
+    `UPDATE calls SET dial_after = $2, progress = $3, slot_granted_at = NULL, modified_at = now() WHERE id = $1 AND status = 'scheduled'`,
     [callId, dialAfter, progress],
   );
   return (rowCount ?? 0) > 0;

@@ -17,6 +17,7 @@ import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, typ
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE, type CallEvent, type CallWorkflowInput } from './contracts.js';
 import { runMediaConversation } from './mediaConversation.js';
+import { addCalleeToDoNotCall } from './dialingPolicy.js';
 import { runScript, simulatedVoice } from './scriptRunner.js';
 
 /** Longest a provider-reported call may go without ending before it is failed (call_timeout). */
@@ -136,6 +137,7 @@ async function playSimulatedCall(ctx: CallContext, plan: SimulatedCallPlan, cont
   if (plan.answered) {
     if (plan.status === 'completed') return runScriptedConversation(ctx, plan, context ?? (await ctx.loadContext()));
     await ctx.record({ progress: 'in_conversation', turns: plan.turns });
+    if (plan.doNotCall) await addCalleeToDoNotCall(ctx.input.callId, 'Asked during the call not to be called again');
     const cut = await followEvents(ctx, plan.talkSeconds * 1000);
     if (cut) return cut;
   }

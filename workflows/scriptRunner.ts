@@ -29,6 +29,7 @@ import {
   type ScriptResultData,
 } from '../src/domain/scripts/steps.js';
 import { getVariable, renderValue, setVariable, type Scope } from '../src/domain/scripts/templates.js';
+import { addCalleeToDoNotCall } from './dialingPolicy.js';
 
 const { scriptRuntimeSettings, simulateCalleeAnswer } = proxyActivities<ScriptActivities>({
   startToCloseTimeout: '10 seconds',
@@ -253,6 +254,25 @@ export async function runScript(definition: unknown, data: ScriptCallData, host:
         }
         completed = true;
         outcome = { ended: true };
+        break;
+      }
+      case 'do_not_call': {
+        if (step.text) {
+          const text = renderSpeech(step.text, scope);
+          await voice.say(step.id, text);
+          turns.push({ role: 'agent', text });
+        }
+        // The callee's number joins the team's do-not-call list (source call, naming this call).
+        const added = await addCalleeToDoNotCall(host.callId, step.reason);
+        notes.push({
+          at: now(),
+          kind: 'do_not_call',
+          text: added
+            ? `The callee asked not to be called again (step "${step.id}"): their number is on the do-not-call list.`
+            : `The callee asked not to be called again (step "${step.id}"); the call has no number to put on the do-not-call list.`,
+          data: { step_id: step.id, added },
+        });
+        outcome = { do_not_call: added };
         break;
       }
     }

@@ -38,6 +38,8 @@ export interface SimulatedCallPlan {
    * answers are part of the plan.
    */
   answers?: Record<string, string>;
+  /** The callee asks not to be called again (the simulator's 0008): their number joins the do-not-call list. */
+  doNotCall?: boolean;
 }
 
 export type PlacedCall =

@@ -8,7 +8,7 @@ import { parseScriptDefinition } from '../domain/scripts/definition.js';
 import { simulatedCalleeAnswers } from '../domain/scripts/steps.js';
 import type { PlaceCallRequest, PlacedCall, SimulatedCallPlan, VoiceProvider } from './provider.js';
 
-type Outcome = Pick<SimulatedCallPlan, 'status' | 'endReason' | 'answered'>;
+type Outcome = Pick<SimulatedCallPlan, 'status' | 'endReason' | 'answered' | 'doNotCall'>;
 
 /** Outcome by the last four digits of the callee's number. */
 export const SIMULATOR_OUTCOMES: Record<string, Outcome> = {
@@ -19,6 +19,8 @@ export const SIMULATOR_OUTCOMES: Record<string, Outcome> = {
   '0005': { status: 'User unavailable', endReason: 'unreachable', answered: false },
   '0006': { status: 'hang-up', endReason: 'User Hangup', answered: true },
   '0007': { status: 'dropout', endReason: 'connection_lost', answered: true },
+  // Answers, asks not to be called again and hangs up (docs/calls.md, "The do-not-call list").
+  '0008': { status: 'hang-up', endReason: 'User Hangup', answered: true, doNotCall: true },
 };
 const ANSWERS: Outcome = { status: 'completed', endReason: 'agent_hangup', answered: true };
 
@@ -102,7 +104,9 @@ export class SimulatorProvider implements VoiceProvider {
         break;
       }
       case 'hang-up':
-        turns = [...full.slice(0, 1), { role: 'user', text: "Sorry, I can't talk right now." }];
+        turns = outcome.doNotCall
+          ? [...full.slice(0, 1), { role: 'user', text: 'Please take me off your list and do not call me again.' }, { role: 'agent', text: 'Understood, we will not call you again. Goodbye.' }]
+          : [...full.slice(0, 1), { role: 'user', text: "Sorry, I can't talk right now." }];
         break;
       case 'dropout':
         turns = full.slice(0, 2);

@@ -118,10 +118,22 @@ export const setStepSchema = z.strictObject({ ...base, type: z.literal('set'), v
 
 export const endStepSchema = z.strictObject({ id: stepId, type: z.literal('end'), text: text('text').optional() });
 
+/**
+ * The callee asked not to be called again: the agent says `text` (optional) and the
+ * callee's number joins the team's do-not-call list (source "call", naming the call).
+ */
+export const doNotCallStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('do_not_call'),
+  text: text('text').optional(),
+  /** Kept as the list entry's reason; default "Asked during a call not to be called again". */
+  reason: z.string({ message: 'reason must be a string' }).min(1, 'reason must not be empty').max(500).optional(),
+});
+
 export const scriptStepSchema = z.discriminatedUnion(
   'type',
-  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema],
-  { message: 'type must be one of say, ask, webhook, tool, branch, set, end' },
+  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema, doNotCallStepSchema],
+  { message: 'type must be one of say, ask, webhook, tool, branch, set, end, do_not_call' },
 );
 export type ScriptStep = z.infer<typeof scriptStepSchema>;
 export type AskStep = z.infer<typeof askStepSchema>;

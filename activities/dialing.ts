@@ -96,6 +96,8 @@ export function createDialingActivities(deps: ActivityDeps) {
         { fromNumber: call.from_number, teamId: call.team_id, teamRate: policy.dial_rate },
         {
           maxWaitMs: DIAL_TOKEN_WAIT_MS,
+          // The call's place in the slot line, so waiting calls dial in that order (in this process).
+          priority: [(call.dial_after ?? call.scheduled_time).getTime(), call.seq],
           signal: context?.cancellationSignal,
           onWait: async () => {
             context?.heartbeat();

@@ -38,11 +38,12 @@ export interface DialPacer {
    */
   tryTake(key: PacingKey): Promise<TakeResult>;
   /**
-   * Waits, queued behind earlier waiters of the same number in this process, until a token
-   * is taken (its `at`) or `maxWaitMs` has passed (null). `onWait` runs when the first
-   * attempt finds no token and then about every second while waiting (heartbeats).
+   * Waits, queued behind the waiters of the same number in this process that have a lower
+   * `priority` (default: the time it asks; ties in arrival order), until a token is taken
+   * (its `at`) or `maxWaitMs` has passed (null). `onWait` runs when the first attempt finds
+   * no token and then about every second while waiting (heartbeats).
    */
-  take(key: PacingKey, opts: { maxWaitMs: number; signal?: AbortSignal; onWait?: () => void | Promise<void> }): Promise<number | null>;
+  take(key: PacingKey, opts: { maxWaitMs: number; signal?: AbortSignal; onWait?: () => void | Promise<void>; priority?: readonly number[] }): Promise<number | null>;
 }
 
 /** The slot of `nowMs` at `rate` per second, and when the next one starts. */
@@ -66,10 +67,19 @@ function limiterFor(store: DialPacingStore): RateLimiterAbstract {
   }
 }
 
+function comparePriority(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
 interface Turn {
-  ready: Promise<void>;
-  go: () => void;
-  first: boolean;
+  /** Lower goes first (compared element by element); ties in arrival order. */
+  priority: readonly number[];
+  /** Resolves the current wait of this turn (it may have become the first). */
+  wake: () => void;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -90,17 +100,16 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export function createDialPacer(opts: { perNumberRate: number; store: DialPacingStore; clock?: () => number }): DialPacer {
   const limiter = limiterFor(opts.store);
   const clock = opts.clock ?? Date.now;
-  // The waiters of each number in this process, first come first served; the first one asks the store.
+  // The waiters of each number in this process, in priority order; only the first asks the store.
   const queues = new Map<string, Turn[]>();
 
-  function enqueue(number: string): Turn {
-    let go!: () => void;
-    const ready = new Promise<void>((resolve) => (go = resolve));
-    const turn: Turn = { ready, go, first: false };
+  function enqueue(number: string, priority: readonly number[]): Turn {
+    const turn: Turn = { priority, wake: () => {} };
     const queue = queues.get(number) ?? [];
     queues.set(number, queue);
-    queue.push(turn);
-    if (queue.length === 1) turn.first = true;
+    let at = queue.length;
+    while (at > 0 && comparePriority(queue[at - 1].priority, priority) > 0) at -= 1;
+    queue.splice(at, 0, turn);
     return turn;
   }
 
@@ -109,12 +118,11 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
     if (!queue) return;
     const i = queue.indexOf(turn);
     if (i >= 0) queue.splice(i, 1);
-    if (i === 0 && queue.length) {
-      queue[0].first = true;
-      queue[0].go();
-    }
     if (queue.length === 0) queues.delete(number);
+    else if (i === 0) queue[0].wake();
   }
+
+  const isFirst = (number: string, turn: Turn) => queues.get(number)?.[0] === turn;
 
   async function consume(prefix: string, id: string, rate: number, now: number): Promise<{ taken: true; key: string } | { taken: false; waitMs: number }> {
     const slot = paceSlot(now, rate);
@@ -148,33 +156,31 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
   return {
     store: opts.store.kind,
     tryTake: (key) => tryTake(key),
-    async take(key, { maxWaitMs, signal, onWait }) {
+    async take(key, { maxWaitMs, signal, onWait, priority }) {
       const deadline = clock() + maxWaitMs;
-      const turn = enqueue(key.fromNumber);
+      const turn = enqueue(key.fromNumber, priority ?? [clock()]);
       let waited = false;
       const waiting = async () => {
         waited = true;
         await onWait?.();
       };
       try {
-        while (!turn.first) {
+        for (;;) {
           const left = deadline - clock();
+          if (isFirst(key.fromNumber, turn)) {
+            const result = await tryTake(key, true);
+            if (result.taken) return result.at;
+            if (!waited) await waiting();
+            if (deadline - clock() <= 0) return null;
+            // Until the next slot, at most a second: a waiter of higher priority may have come first meanwhile.
+            await sleep(Math.min(result.waitMs, deadline - clock(), 1000), signal);
+            if (result.waitMs > 1000) await waiting();
+            continue;
+          }
           if (left <= 0) return null;
           await waiting();
-          await Promise.race([turn.ready, sleep(Math.min(1000, left), signal)]);
-        }
-        for (;;) {
-          const result = await tryTake(key, true);
-          if (result.taken) return result.at;
-          if (!waited) await waiting();
-          const left = deadline - clock();
-          if (left <= 0) return null;
-          // Sleep until the next slot, waking every second to say we still wait.
-          const ms = Math.min(result.waitMs, left);
-          for (let slept = 0; slept < ms; slept += 1000) {
-            await sleep(Math.min(1000, ms - slept), signal);
-            if (ms - slept > 1000) await waiting();
-          }
+          // Our turn comes when the waiters ahead leave (wake), or we look again within a second.
+          await Promise.race([new Promise<void>((resolve) => (turn.wake = resolve)), sleep(Math.min(1000, left), signal)]);
         }
       } finally {
         dequeue(key.fromNumber, turn);

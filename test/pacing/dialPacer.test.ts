@@ -96,6 +96,21 @@ test('memory: waiters of a number are served first come first served, and a wait
   assert.ok(Date.now() - started >= 1_400 && waits >= 1, 'it waited, saying so');
 });
 
+test('memory: waiters go in priority order (the slot line’s), whatever order they came in', async () => {
+  const t0 = Date.now();
+  const pacer = createDialPacer({ perNumberRate: 4, store: { kind: 'memory' }, clock: () => 1_000_000_000 + (Date.now() - t0) });
+  const k = key();
+  assert.ok((await pacer.take(k, { maxWaitMs: 1_000 })) !== null, 'the current slot is taken');
+  const order: string[] = [];
+  const waiter = async (name: string, priority: number[], delay: number) => {
+    await new Promise((r) => setTimeout(r, delay));
+    assert.ok((await pacer.take(k, { maxWaitMs: 10_000, priority })) !== null);
+    order.push(name);
+  };
+  await Promise.all([waiter('late in line', [300, 1], 0), waiter('first in line', [100, 7], 20), waiter('second in line', [100, 9], 40), waiter('last', [300, 2], 60)]);
+  assert.deepEqual(order, ['first in line', 'second in line', 'late in line', 'last']);
+});
+
 test('memory: an aborted wait throws the abort reason', async () => {
   const pacer = createDialPacer({ perNumberRate: 0.1, store: { kind: 'memory' } });
   const k = key();

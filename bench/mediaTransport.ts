@@ -115,6 +115,7 @@ async function runLevel(calls: number, seconds: number): Promise<Record<string, 
     },
     maxCallsPerSocket: 1,
   });
+  // spawns: node
   const child = fork(fileURLToPath(import.meta.url), ['browsers'], { stdio: 'inherit' });
   try {
     await ask(child, { cmd: 'dial', url: edge.url, calls }, 'dialled');

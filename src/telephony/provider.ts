@@ -38,7 +38,7 @@ export interface SimulatedCallPlan {
    * answers are part of the plan.
    */
   answers?: Record<string, string>;
-  /** The callee asks not to be called again (the simulator's 0008): their number joins the do-not-call list. */
+  /** The callee asks not to be called again (the simulator's 3668): their number joins the do-not-call list. */
   doNotCall?: boolean;
 }
 

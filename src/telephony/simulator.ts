@@ -19,8 +19,9 @@ export const SIMULATOR_OUTCOMES: Record<string, Outcome> = {
   '0005': { status: 'User unavailable', endReason: 'unreachable', answered: false },
   '0006': { status: 'hang-up', endReason: 'User Hangup', answered: true },
   '0007': { status: 'dropout', endReason: 'connection_lost', answered: true },
-  // Answers, asks not to be called again and hangs up (docs/calls.md, "The do-not-call list").
-  '0008': { status: 'hang-up', endReason: 'User Hangup', answered: true, doNotCall: true },
+  // Answers, asks not to be called again and hangs up (docs/calls.md, "Simulated outcomes"). 3668 spells
+  // DONT on a keypad, and keeps clear of the low numbers clients use for ordinary test calls.
+  '3668': { status: 'hang-up', endReason: 'User Hangup', answered: true, doNotCall: true },
 };
 const ANSWERS: Outcome = { status: 'completed', endReason: 'agent_hangup', answered: true };
 

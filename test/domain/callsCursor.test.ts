@@ -58,6 +58,7 @@ describe('call lifecycle rules', () => {
       ['+14152340006', 'hang-up', 'User Hangup'],
       ['+14152340007', 'dropout', 'connection_lost'],
       ['+14152340008', 'completed', 'agent_hangup'],
+      ['+14152343668', 'hang-up', 'User Hangup'],
       ['+14152341001', 'completed', 'agent_hangup'],
     ];
     for (const [number, status, endReason] of table) {

@@ -341,10 +341,10 @@ describe('retry chains', () => {
     assert.ok(!history.includes('placeCall') && !history.includes('markCallInProgress'), history.join(', '));
   });
 
-  test('the callee asks not to be called again (simulator 0008): listed with source call, and the hang-up is not retried', async () => {
+  test('the callee asks not to be called again (simulator 3668): listed with source call, and the hang-up is not retried', async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
-    const phone = calleeNumber('0008');
+    const phone = calleeNumber('3668');
     const call = await schedule(team, { at: now, phone, retry: { 'hang-up': { max_attempts: 3, delay_seconds: 60 } } });
     assert.equal((await result(call.callId)).status, 'hang-up');
     const { rows } = await pool.query('SELECT source, call_id FROM do_not_call WHERE team_id = $1 AND phone_number = $2', [team.teamId, phone]);

@@ -363,7 +363,8 @@ describe('delivery', () => {
     await env.client.workflow.getHandle(webhookDeliveryWorkflowId(retrying.id)).terminate('operator');
     await app.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = $1`, [retrying.id]);
     const swept = await sweepWebhookDeliveries(deps, { startAfterMs: 3_600_000, staleAfterMs: 60_000 });
-    assert.equal(swept.failed, 1);
+    // Other test files share the database (not this Temporal server): their deliveries may be swept too.
+    assert.ok(swept.failed >= 1, `failed ${swept.failed}`);
     const failed = (await request(team, 'GET', `/api/v1/webhook-deliveries/${retrying.id}`)).json.delivery;
     assert.deepEqual([failed.status, failed.last_error], ['failed', 'The delivery workflow no longer runs']);
   });

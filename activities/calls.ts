@@ -21,6 +21,7 @@ import {
 } from '../src/db/repositories/calls.js';
 import { findContactById } from '../src/db/repositories/contacts.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
+import { parseScriptDefinition, type CheckedScript } from '../src/domain/scripts/definition.js';
 import { objectiveNames } from '../src/domain/scripts/steps.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
@@ -46,7 +47,8 @@ export interface CallContextData {
     system_notes_length: number;
   };
   contact: Record<string, unknown>;
-  script: { id: string; name: string; definition: unknown };
+  /** The script checked here (parseScriptDefinition), so the workflow needs no schema of its own. */
+  script: { id: string; name: string; checked: CheckedScript };
   /** The contact's linked objects by type name (object_data), overlaid with the call's objects map. */
   objects: Record<string, unknown>;
   /** DEFAULT_PHONE_REGION, for the answers the script reads (dates, numbers). */
@@ -93,7 +95,8 @@ export function createCallActivities(deps: ActivityDeps) {
     return call;
   }
 
-  async function loadContext(callId: string): Promise<CallContextData> {
+  /** The call's context, and its script as stored (for the voice provider). */
+  async function loadContext(callId: string): Promise<CallContextData & { definition: unknown }> {
     const call = await requireCall(callId);
     const [contact, script, objectData] = await Promise.all([
       findContactById(deps.pool, call.team_id, call.contact_id),
@@ -115,9 +118,10 @@ export function createCallActivities(deps: ActivityDeps) {
         system_notes_length: call.system_notes.length,
       },
       contact: contactFields,
-      script: { id: script.id, name: script.name, definition: script.definition },
+      script: { id: script.id, name: script.name, checked: parseScriptDefinition(script.definition) },
       objects: { ...(objectData.get(call.contact_id) ?? {}), ...(call.objects ?? {}) },
       region: deps.config.DEFAULT_PHONE_REGION,
+      definition: script.definition,
     };
   }
 
@@ -149,7 +153,8 @@ export function createCallActivities(deps: ActivityDeps) {
 
     /** Contact, script and linked objects of the call (for the conversation / script runtime). */
     async loadCallContext(input: { callId: string }): Promise<CallContextData> {
-      return loadContext(input.callId);
+      const { definition: _stored, ...context } = await loadContext(input.callId);
+      return context;
     },
 
     /**
@@ -158,7 +163,7 @@ export function createCallActivities(deps: ActivityDeps) {
      * the script runs on, so the workflow loads it once.
      */
     async placeCall(input: { callId: string }): Promise<PlaceCallResult> {
-      const context = await loadContext(input.callId);
+      const { definition, ...context } = await loadContext(input.callId);
       if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
       const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
       const placed = await provider.placeCall({
@@ -167,7 +172,7 @@ export function createCallActivities(deps: ActivityDeps) {
         from: context.call.from_number,
         to: context.call.to_number,
         contact: context.contact,
-        script: context.script,
+        script: { id: context.script.id, name: context.script.name, definition },
         objects: context.objects,
         call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id },
       });

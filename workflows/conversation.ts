@@ -163,7 +163,7 @@ async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan
     await ctx.record({ progress, turns: held.turns.splice(0), notes: held.notes.splice(0) });
     progress = undefined;
   };
-  const run = await runScript(context.script.definition, data, {
+  const run = await runScript(context.script.checked, data, {
     callId: ctx.input.callId,
     region: context.region,
     voice: simulatedVoice(ctx.input.callId, plan.answers ? { answers: plan.answers, data } : undefined),

@@ -157,7 +157,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
   const scriptScope = new CancellationScope();
   const script = scriptScope.run(() =>
     runScript(
-      context.script.definition,
+      context.script.checked,
       { contact: context.contact, objects: context.objects, call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id } },
       {
         callId: ctx.input.callId,

@@ -14,7 +14,9 @@ import { proxyActivities, upsertMemo } from '@temporalio/workflow';
 import type { ScriptActivities } from '../activities/scripts.js';
 import { authCheckSystemNote, extractAnswer, runAuthCheck, type AnswerKind, type AuthCheckVariables, type TranscriptTurn } from '../src/domain/authCheck/index.js';
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
-import { parseScriptDefinition, type ScriptDefinition, type ScriptStep } from '../src/domain/scripts/definition.js';
+// Types only: the script's schemas (zod) stay out of the workflow bundle, whose modules every
+// workflow instance evaluates again; a script is checked where it is loaded (CheckedScript).
+import type { CheckedScript, ScriptDefinition, ScriptStep } from '../src/domain/scripts/definition.js';
 import {
   collectStructuredData,
   evaluateCondition,
@@ -131,11 +133,10 @@ export interface ScriptRunResult {
 const now = () => new Date().toISOString();
 const plainTurn = (t: TranscriptTurn): ConversationTurn => ({ role: t.role, text: t.text });
 
-/** Runs `definition` (a stored script) for one call; never throws for script problems. */
-export async function runScript(definition: unknown, data: ScriptCallData, host: ScriptRuntimeHost): Promise<ScriptRunResult> {
+/** Runs a stored script, checked where it was loaded (parseScriptDefinition, in an activity), for one call; never throws for script problems. */
+export async function runScript(parsed: CheckedScript, data: ScriptCallData, host: ScriptRuntimeHost): Promise<ScriptRunResult> {
   const scope = initialScope(data);
   const transcript: TranscriptTurn[] = [];
-  const parsed = parseScriptDefinition(definition);
   if (!parsed.ok) {
     await host.appendSystemNotes([{ at: now(), kind: 'script_error', text: `The script is invalid and was not run: ${parsed.message}` }]);
     return { completed: false, error: 'invalid_script', stepsRun: 0, objectives: [], structuredData: {}, variables: scope, transcript };

@@ -202,8 +202,11 @@ function describePath(path: readonly PropertyKey[], input: unknown): string {
   return out || 'script';
 }
 
+/** A script as parseScriptDefinition checked it: the normalised definition, or why it is invalid. */
+export type CheckedScript = { ok: true; script: ScriptDefinition } | { ok: false; message: string };
+
 /** Validates a script; the error names the step and field, e.g. `steps[2] (id "ask_dob").variable: cannot write ...`. */
-export function parseScriptDefinition(input: unknown): { ok: true; script: ScriptDefinition } | { ok: false; message: string } {
+export function parseScriptDefinition(input: unknown): CheckedScript {
   // Checked first: the schema (webhook bodies) and rendering walk the value recursively.
   if (jsonNestedDeeperThan(input, MAX_JSON_DEPTH)) return { ok: false, message: `script is nested deeper than ${MAX_JSON_DEPTH} levels` };
   const parsed = scriptDefinitionSchema.safeParse(input);

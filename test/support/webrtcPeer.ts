@@ -1,6 +1,6 @@
 // The browser's side of a WebRTC call, in Node with werift, for the media edge's tests and
 // bench: offers audio (Opus with PCMU like a browser, or PCMU only), sends a tone as RTP
-// every 20 ms, and decodes what the edge sends back.
+// every 20 ms (or frames encoded ahead by the caller), and decodes what the edge sends back.
 import OpusScript from 'opusscript';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import { decodeMulaw, encodeMulaw } from '../../src/mediaEdge/audio/mulaw.js';
@@ -23,7 +23,15 @@ export class BrowserPeer {
   private phase = 0;
   codec: 'opus' | 'PCMU' | undefined;
 
-  constructor(readonly offered: OfferedCodecs) {
+  private readonly decode: boolean;
+  private readonly packetListeners = new Set<(rtp: RtpPacket) => void>();
+
+  /** `decode: false` keeps no received audio (a benchmark's callers only time the packets: see onPacket). */
+  constructor(
+    readonly offered: OfferedCodecs,
+    options: { decode?: boolean } = {},
+  ) {
+    this.decode = options.decode ?? true;
     const codecs =
       offered === 'opus'
         ? [
@@ -89,6 +97,19 @@ export class BrowserPeer {
     }, 5);
   }
 
+  /** Sends one payload already encoded in the negotiated codec (20 ms of audio) as the next RTP packet. */
+  sendEncoded(payload: Buffer, marker = false): void {
+    const header = new RtpHeader({ sequenceNumber: this.seq++ & 0xffff, timestamp: this.ts >>> 0, payloadType: 0, marker });
+    this.ts += this.codec === 'opus' ? 960 : 160;
+    this.transceiver.sender.sendRtp(new RtpPacket(header, payload)).catch(() => undefined);
+  }
+
+  /** Calls `listener` with every RTP packet from the edge, as it arrives. */
+  onPacket(listener: (rtp: RtpPacket) => void): () => void {
+    this.packetListeners.add(listener);
+    return () => this.packetListeners.delete(listener);
+  }
+
   stopSending(): void {
     clearInterval(this.sendTimer);
     this.sendTimer = undefined;
@@ -101,16 +122,15 @@ export class BrowserPeer {
       pcm[i] = Math.round(amplitude * Math.sin(this.phase));
       this.phase += (2 * Math.PI * frequency) / this.rate;
     }
-    const payload = this.codec === 'opus' ? this.encoder!.encode(Buffer.from(pcm.buffer), samples) : Buffer.from(encodeMulaw(pcm));
-    const header = new RtpHeader({ sequenceNumber: this.seq++ & 0xffff, timestamp: this.ts >>> 0, payloadType: 0, marker: false });
-    this.ts += this.codec === 'opus' ? 960 : 160;
-    this.transceiver.sender.sendRtp(new RtpPacket(header, payload)).catch(() => undefined);
+    this.sendEncoded(this.codec === 'opus' ? this.encoder!.encode(Buffer.from(pcm.buffer), samples) : Buffer.from(encodeMulaw(pcm)));
   }
 
   private onRtp(rtp: RtpPacket): void {
     this.receivedPackets++;
     if (rtp.header.marker) this.markers++;
     this.timestamps.push(rtp.header.timestamp);
+    for (const listener of this.packetListeners) listener(rtp);
+    if (!this.decode) return;
     if (this.codec === 'opus' && this.decoder) {
       const pcm = this.decoder.decode(rtp.payload);
       const samples = new Int16Array(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + pcm.length));

@@ -1,0 +1,572 @@
+// Turn latency and CPU of browser calls by voice, on the real stack: Postgres, a Temporal dev
+// server, the API, the worker with every real activity and the media edge (startVoiceEdge
+// with Festival and pocketsphinx) in this process, as `npm start` runs them. The callers
+// are werift peers (test/support/webrtcPeer.ts, Opus like Chrome) in a child process: each
+// dials the edge with a session minted through the API, waits for the agent's prompt to end
+// (the edge sends no packets while it is silent), answers with festival-made speech encoded
+// ahead, and times its turns.
+//
+// Per concurrency level it prints:
+//   - turn latency at the edge: the caller's speech end → the first frame of the agent's next
+//     audio (ConversationEngine.turnLatencies), p50 and p95;
+//   - the same seen by the caller: the end of its sent speech → the first packet of the
+//     agent's next audio;
+//   - where the time goes, per turn (medians): endpointing hangover + recognition, the
+//     askCaller completion reaching Temporal, the workflow between two voice activities
+//     (its tasks and the transcript write), the edge picking the next activity up, and
+//     synthesis to the first frame (from the engine's clock and the workflow history);
+//   - the delay of this process's event loop, which the edge's 20 ms clock shares with the
+//     API and the activities, and of the callers' process; what the edge's jitter buffer
+//     did with the callers' packets (from its per-call statistics);
+//   - CPU of the service (this process and its descendants: Temporal, Postgres, Festival,
+//     pocketsphinx; the callers' process excluded) from /proc, by part, and per call: the
+//     level's CPU above the idle baseline divided by the calls' summed duration; and the
+//     load average while the level ran.
+// After the listed levels it goes on in steps of 5 while p95 stays within 1.5 s (up to
+// BENCH_MAX_CALLS), then prints the highest level that met it.
+//
+//   npx tsx bench/voiceTurns.ts
+//
+// Knobs (environment): BENCH_CALLS (default "1,5,10,15,20"), BENCH_MAX_CALLS (default 40),
+// BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
+// it has them), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
+import { fork, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { defaultPayloadConverter } from '@temporalio/common';
+import OpusScript from 'opusscript';
+import pino from 'pino';
+import { createPool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
+import { insertScript } from '../src/db/repositories/scripts.js';
+import { freePort } from '../src/localPorts.js';
+import { createLogger } from '../src/logging/logger.js';
+import { resample } from '../src/mediaEdge/audio/resample.js';
+import type { ConversationEngine, TurnLatency } from '../src/mediaEdge/conversation/engine.js';
+import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
+import { createSpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
+import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
+import { createRecordingStore } from '../src/recordings/index.js';
+import { createWorker, installTemporalRuntime } from '../src/temporal/worker.js';
+import { callWorkflowId } from '../workflows/contracts.js';
+import { SipTestClient } from '../test/support/sipClient.js';
+import { spoken } from '../test/support/spokenAudio.js';
+import { BrowserPeer } from '../test/support/webrtcPeer.js';
+import { insertTeamWithKey, jsonRequester, startBenchApi } from './support/api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
+import { median, out, quantile } from './support/stats.js';
+
+/** Every agent line but the last is a question, so a caller answers each pause in the agent's audio. */
+const SCRIPT = {
+  name: 'Voice turns bench',
+  steps: [
+    { id: 'ask_pin', type: 'ask', question: 'Hello, this is the account line. Please say your account number, one digit at a time.', variable: 'answers.pin', expect: 'digits' },
+    { id: 'ask_holder', type: 'ask', question: 'Are you the account holder?', variable: 'answers.holder', expect: 'yes_no' },
+    { id: 'ask_card', type: 'ask', question: 'Please say the last four digits of your card.', variable: 'answers.card', expect: 'digits' },
+    { id: 'ask_time', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.time', expect: 'yes_no' },
+    {
+      id: 'verify',
+      type: 'tool',
+      tool: 'Auth | Check',
+      settings: { record_array: ['2946', '5392'], check_array: ['{{answers.pin}}', '{{answers.card}}'], required_match_count: '', exact: 'Yes' },
+    },
+    { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
+  ],
+};
+/** What the callers say, in order (words pocketsphinx hears reliably from festival's voice through Opus). */
+const ANSWERS = ['two nine four six', 'yes', 'five three nine two', 'no'];
+/** The agent's audio has ended when no packet came for this long (the edge sends nothing while silent). */
+const PROMPT_END_QUIET_MS = 400;
+/** Caller turns longer than this are counted too: an answer the agent did not make out (its reprompt comes 8 s later), or an overload. */
+const LONG_TURN_MS = 5_000;
+const TARGET_P95_MS = 1_500;
+
+type ToChild = { cmd: 'prepare'; answers: string[] } | { cmd: 'calls'; calls: CallOrder[] } | { cmd: 'stop' };
+type ToParent = { event: 'prepared' } | { event: 'done'; results: CallerResult[]; loopDelayP99Ms: number } | { event: 'error'; message: string };
+
+interface CallOrder {
+  sessionId: string;
+  startDelayMs: number;
+  bootstrap: { ws_url: string; target: string; headers: Record<string, string> };
+}
+
+interface CallerResult {
+  sessionId: string;
+  /** End of the caller's sent speech → first packet of the agent's next audio, per answer. */
+  turnsMs: number[];
+  /** From the 200 OK to the agent's BYE. */
+  seconds: number;
+  error?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ------------------------------------------------------------------ the callers (child)
+
+interface LiveCaller {
+  peer: BrowserPeer;
+  /** Payloads still to send of the answer being spoken. */
+  speaking: Buffer[];
+  next: number;
+  lastPacketAt: number;
+  heardSinceAnswer: boolean;
+  speechEndAt: number | undefined;
+  turnsMs: number[];
+}
+
+async function callers(): Promise<void> {
+  const send = (m: ToParent) => process.send?.(m);
+  let answers: Buffer[][] = [];
+  let silence: Buffer = Buffer.alloc(0);
+  const live = new Set<LiveCaller>();
+
+  // One 20 ms clock for every caller, like a browser's audio device: each sends its answer's
+  // next frame, or silence.
+  const started = performance.now();
+  let sentTicks = 0;
+  const clock = setInterval(() => {
+    const due = Math.floor((performance.now() - started) / 20);
+    for (; sentTicks < due; sentTicks++) {
+      for (const c of live) {
+        const payload = c.speaking.shift();
+        c.peer.sendEncoded(payload ?? silence);
+        if (payload && c.speaking.length === 0) c.speechEndAt = performance.now();
+      }
+    }
+  }, 5);
+
+  async function call(order: CallOrder): Promise<CallerResult> {
+    await sleep(order.startDelayMs);
+    const sip = await SipTestClient.connect(order.bootstrap.ws_url);
+    const peer = new BrowserPeer('opus', { decode: false });
+    const caller: LiveCaller = { peer, speaking: [], next: 0, lastPacketAt: 0, heardSinceAnswer: false, speechEndAt: undefined, turnsMs: [] };
+    peer.onPacket(() => {
+      const now = performance.now();
+      if (caller.speechEndAt !== undefined) {
+        caller.turnsMs.push(now - caller.speechEndAt);
+        caller.speechEndAt = undefined;
+      }
+      caller.lastPacketAt = now;
+      caller.heardSinceAnswer = true;
+    });
+    let answeredAt = performance.now();
+    try {
+      const dialog = sip.invite({ target: order.bootstrap.target, headers: order.bootstrap.headers, sdp: await peer.offer() });
+      const ok = await sip.answered(dialog, 20_000);
+      if (ok.status !== 200) throw new Error(`INVITE answered ${ok.status}`);
+      answeredAt = performance.now();
+      await peer.accept(ok.body);
+      await peer.connected(20_000);
+      live.add(caller);
+      // Answer each prompt once it has ended; then wait for the goodbye and the BYE.
+      while (caller.next < answers.length) {
+        await sleep(20);
+        const quiet = performance.now() - caller.lastPacketAt;
+        if (caller.heardSinceAnswer && caller.speaking.length === 0 && caller.speechEndAt === undefined && quiet >= PROMPT_END_QUIET_MS) {
+          caller.heardSinceAnswer = false;
+          caller.speaking = [...answers[caller.next++]];
+        }
+      }
+      await sip.waitFor((m) => m.kind === 'request' && m.method === 'BYE', 120_000, 'the agent hanging up');
+      return { sessionId: order.sessionId, turnsMs: caller.turnsMs, seconds: (performance.now() - answeredAt) / 1000 };
+    } catch (err) {
+      return { sessionId: order.sessionId, turnsMs: caller.turnsMs, seconds: (performance.now() - answeredAt) / 1000, error: String(err) };
+    } finally {
+      live.delete(caller);
+      await peer.close();
+      await sip.close();
+    }
+  }
+
+  process.on('message', (m: ToChild) => {
+    void (async () => {
+      if (m.cmd === 'prepare') {
+        // Encoded once, sent by every caller: the callers' process spends no CPU encoding.
+        const encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
+        const encode = (pcm48k: Int16Array) => {
+          const frames: Buffer[] = [];
+          for (let at = 0; at < pcm48k.length; at += 960) {
+            const frame = new Int16Array(960);
+            frame.set(pcm48k.subarray(at, Math.min(at + 960, pcm48k.length)));
+            frames.push(Buffer.from(encoder.encode(Buffer.from(frame.buffer), 960)));
+          }
+          return frames;
+        };
+        silence = encode(new Int16Array(960))[0];
+        answers = [];
+        for (const text of m.answers) answers.push(encode(resample(await spoken(text), 16_000, 48_000)));
+        encoder.delete();
+        send({ event: 'prepared' });
+      } else if (m.cmd === 'calls') {
+        // The callers' own event loop: when it stalls, their packets leave in bursts.
+        const loop = monitorEventLoopDelay({ resolution: 5 });
+        loop.enable();
+        const results = await Promise.all(m.calls.map(call));
+        loop.disable();
+        send({ event: 'done', results, loopDelayP99Ms: loop.percentile(99) / 1e6 });
+      } else {
+        clearInterval(clock);
+        process.exit(0);
+      }
+    })().catch((err: unknown) => send({ event: 'error', message: (err as Error).stack ?? String(err) }));
+  });
+}
+
+// ------------------------------------------------------------------ CPU from /proc
+
+/** Linux's USER_HZ: /proc reports CPU time in these ticks (100 on every mainstream architecture). */
+const TICKS_PER_SECOND = 100;
+
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  comm: string;
+  /** Own user + system ticks. */
+  self: number;
+  /** User + system ticks of its children that have ended and been waited for. */
+  reaped: number;
+}
+
+function readProcs(): Map<number, ProcStat> {
+  const procs = new Map<number, ProcStat>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const close = text.lastIndexOf(')');
+    const fields = text.slice(close + 2).split(' ');
+    procs.set(Number(name), {
+      pid: Number(name),
+      ppid: Number(fields[1]),
+      comm: text.slice(text.indexOf('(') + 1, close),
+      self: Number(fields[11]) + Number(fields[12]),
+      reaped: Number(fields[13]) + Number(fields[14]),
+    });
+  }
+  return procs;
+}
+
+/** CPU ticks of the service, by part: this process and its descendants, the callers' subtree excluded. */
+function serviceTicks(exclude: number | undefined): Record<string, number> {
+  const procs = readProcs();
+  const children = new Map<number, number[]>();
+  for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const parts: Record<string, number> = {};
+  const add = (part: string, ticks: number) => (parts[part] = (parts[part] ?? 0) + ticks);
+  const root = procs.get(process.pid)!;
+  add('node (API, worker, edge)', root.self);
+  // Ended children of this process: the pocketsphinx runs (and their sh and cat).
+  add('pocketsphinx (ended runs)', root.reaped);
+  const visit = (pid: number, part: string) => {
+    const p = procs.get(pid)!;
+    add(part, p.self + p.reaped);
+    for (const child of children.get(pid) ?? []) visit(child, part);
+  };
+  for (const pid of children.get(process.pid) ?? []) {
+    if (pid === exclude) continue;
+    const comm = procs.get(pid)!.comm;
+    const part = /temporal/.test(comm) ? 'Temporal dev server' : /postgres|su$/.test(comm) ? 'Postgres' : /festival/.test(comm) ? 'festival' : /sh|pocketsphinx|cat/.test(comm) ? 'pocketsphinx (running)' : comm;
+    visit(pid, part);
+  }
+  return parts;
+}
+
+const total = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
+// ------------------------------------------------------------------ the service (parent)
+
+/** The jitter buffers' statistics of the calls that ended, summed (the edge logs them per call). */
+const inbound = { received: 0, skipped: 0, underruns: 0 };
+
+/** The edge's logger: warnings to stderr; each call's closing statistics added to `inbound`. */
+const edgeLogger = pino(
+  { level: 'info', base: undefined },
+  {
+    write(line: string) {
+      const entry = JSON.parse(line) as { level: number; msg?: string; jitter?: { received: number; skipped: number; underruns: number } };
+      if (entry.msg === 'media closed' && entry.jitter) {
+        inbound.received += entry.jitter.received;
+        inbound.skipped += entry.jitter.skipped;
+        inbound.underruns += entry.jitter.underruns;
+      } else if (entry.level >= 40) process.stderr.write(line);
+    },
+  },
+);
+
+function ask(child: ChildProcess, message: ToChild, answer: ToParent['event']): Promise<ToParent> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: ToParent) => {
+      if (m.event === 'error') reject(new Error(m.message));
+      else if (m.event === answer) resolve(m);
+      else return;
+      child.off('message', onMessage);
+    };
+    child.on('message', onMessage);
+    child.send(message);
+  });
+}
+
+/** Where one turn's time went, ms (from the engine's clock and the workflow history). */
+interface TurnProfile {
+  total: number;
+  recognition: number;
+  completion: number;
+  workflow: number;
+  pickup: number;
+  firstFrame: number;
+}
+
+const eventMs = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(e.eventTime!.seconds) * 1000 + (e.eventTime!.nanos ?? 0) / 1e6;
+
+/**
+ * Each turn of a call split in five: speech end → text (hangover + recognition), text → the
+ * askCaller's completion in the history, completion → the next voice activity scheduled
+ * (workflow tasks, the transcript write), scheduled → started on the edge, started → first frame.
+ */
+async function profileCall(
+  client: Awaited<ReturnType<typeof connectBenchTemporal>>['client'],
+  callId: string,
+  turns: readonly TurnLatency[],
+): Promise<{ profiles: TurnProfile[]; unheard: number }> {
+  const events = (await client.workflow.getHandle(callWorkflowId(callId)).fetchHistory()).events ?? [];
+  const voice = new Map<string, { name: string; scheduled: number; started?: number; completed?: number; utterance?: boolean }>();
+  const order: string[] = [];
+  for (const e of events) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s && (s.activityType?.name === 'askCaller' || s.activityType?.name === 'speakToCaller')) {
+      voice.set(String(e.eventId), { name: s.activityType.name, scheduled: eventMs(e) });
+      order.push(String(e.eventId));
+    }
+    const started = e.activityTaskStartedEventAttributes;
+    if (started && voice.has(String(started.scheduledEventId))) voice.get(String(started.scheduledEventId))!.started = eventMs(e);
+    const done = e.activityTaskCompletedEventAttributes;
+    if (done && voice.has(String(done.scheduledEventId))) {
+      const activity = voice.get(String(done.scheduledEventId))!;
+      activity.completed = eventMs(e);
+      const result = done.result?.payloads?.[0] ? defaultPayloadConverter.fromPayload<{ kind?: string }>(done.result.payloads[0]) : undefined;
+      activity.utterance = result?.kind === 'utterance';
+    }
+  }
+  const activities = order.map((id) => voice.get(id)!);
+  const unheard = activities.filter((a) => a.name === 'askCaller' && a.completed !== undefined && !a.utterance).length;
+  const profiles: TurnProfile[] = [];
+  let turn = 0;
+  for (let i = 0; i + 1 < activities.length && turn < turns.length; i++) {
+    const answered = activities[i];
+    const next = activities[i + 1];
+    if (!answered.utterance || answered.completed === undefined || next.started === undefined) continue;
+    const t = turns[turn++];
+    profiles.push({
+      total: t.turnMs,
+      recognition: t.recognisedAt - t.speechEndedAt,
+      completion: answered.completed - t.recognisedAt,
+      workflow: next.scheduled - answered.completed,
+      pickup: next.started - next.scheduled,
+      firstFrame: t.firstFrameAt - next.started,
+    });
+  }
+  return { profiles, unheard };
+}
+
+interface LevelResult {
+  calls: number;
+  edgeTurns: number[];
+  clientTurns: number[];
+  /** askCaller results that were silence: answers the edge did not make out. */
+  unheard: number;
+  failed: string[];
+  profiles: TurnProfile[];
+  cpuMsPerSecond: Record<string, number>;
+  /** CPU ms above the idle baseline per second of call. */
+  cpuPerCallSecond: number;
+  seconds: number;
+  load: string;
+  /** This process's event loop (the edge's 20 ms clock shares it with the API and the activities): p99 and max delay, ms. */
+  loopDelay: { p99: number; max: number };
+  /** The callers' process's event loop delay p99 (worst round), ms. */
+  callersLoopP99: number;
+  /** The callers' packets the edge's jitter buffers received, skipped (over their depth after a stall) and ran dry on. */
+  inbound: { received: number; skipped: number; underruns: number };
+}
+
+async function main(): Promise<void> {
+  const levels = (process.env.BENCH_CALLS ?? '1,5,10,15,20').split(',').map(Number);
+  const maxCalls = Number(process.env.BENCH_MAX_CALLS ?? 40);
+  const minTurns = Number(process.env.BENCH_MIN_TURNS ?? 20);
+  const dir = benchTempDir('voice-turns-');
+  installTemporalRuntime();
+  const database = await openBenchDatabase(dir);
+  const pool = createPool(database.url, 20);
+  await migrate(pool);
+  const temporal = await connectBenchTemporal();
+  const secret = 'bench-media-edge-secret-0123456789';
+  const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
+  const config = benchConfig(database.url, {
+    ...API_BENCH_SETTINGS,
+    TEMPORAL_TASK_QUEUE: `voice-turns-${process.pid}`,
+    MEDIA_EDGE_WS_URL: wsUrl,
+    MEDIA_EDGE_SIP_DOMAIN: 'edge.bench',
+    MEDIA_EDGE_SECRET: secret,
+    RECORDINGS_STORE: 'local',
+    RECORDINGS_DIR: path.join(dir, 'recordings'),
+  });
+  const recordings = createRecordingStore(config);
+  const api = await startBenchApi(config, pool, temporal.client);
+  const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
+  const connection = await NativeConnection.connect({ address });
+  const worker: Worker = await createWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
+  });
+  const workerRun = worker.run();
+  const speech = createSpeechEngines(process.env);
+  const edge = await startVoiceEdge({
+    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: secret, API_URL: api.base, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench', LOG_LEVEL: 'silent' }),
+    logger: edgeLogger,
+    speech,
+    recordings,
+    temporalAddress: address,
+    temporalNamespace: config.TEMPORAL_NAMESPACE,
+    instanceId: `bench-${process.pid}`,
+  });
+  // Engines leave edge.engines when their call ends: keep each one seen to read its turns.
+  const engines = new Map<string, ConversationEngine>();
+  const watchEngines = setInterval(() => {
+    for (const [callId, engine] of edge.engines) engines.set(callId, engine);
+  }, 100);
+
+  const team = await insertTeamWithKey(pool, 'voice turns bench');
+  await pool.query('UPDATE teams SET max_concurrent = 1000 WHERE id = $1', [team.id]);
+  const { id: scriptId } = await insertScript(pool, { teamId: team.id, name: SCRIPT.name, definition: SCRIPT });
+  const request = jsonRequester(api.base);
+  const child = fork(fileURLToPath(import.meta.url), ['callers'], { stdio: 'inherit' });
+
+  try {
+    await ask(child, { cmd: 'prepare', answers: ANSWERS }, 'prepared');
+
+    const callersLoopP99: number[] = [];
+    /** N calls at once, their starts spread over one turn so their turns do not fall in step. */
+    const runCalls = async (n: number): Promise<{ results: CallerResult[]; callIds: string[] }> => {
+      const orders: CallOrder[] = [];
+      for (let i = 0; i < n; i++) {
+        const s = await request(team.key, 'POST', '/api/v1/create-web-session', { script_id: scriptId });
+        orders.push({ sessionId: s.session_id, startDelayMs: Math.round((i * 4000) / n), bootstrap: { ws_url: s.ws_url, target: s.target, headers: s.headers } });
+      }
+      const answer = (await ask(child, { cmd: 'calls', calls: orders }, 'done')) as Extract<ToParent, { event: 'done' }>;
+      const { rows } = await pool.query<{ call_id: string }>('SELECT call_id FROM web_sessions WHERE id = ANY($1) AND call_id IS NOT NULL', [orders.map((o) => o.sessionId)]);
+      callersLoopP99.push(answer.loopDelayP99Ms);
+      return { results: answer.results, callIds: rows.map((r) => r.call_id) };
+    };
+
+    // Warm-up, not counted: the JIT, werift's first handshakes, the recogniser's first runs.
+    await runCalls(2);
+    const idleBefore = serviceTicks(child.pid);
+    const idleStart = performance.now();
+    await sleep(5_000);
+    const idleSeconds = (performance.now() - idleStart) / 1000;
+    const idle = serviceTicks(child.pid);
+    const idleMsPerSecond = ((total(idle) - total(idleBefore)) * (1000 / TICKS_PER_SECOND)) / idleSeconds;
+
+    out(`voice turns: ${SCRIPT.steps.filter((s) => s.type === 'ask').length} answered asks per call, Opus, Festival + pocketsphinx; service idle ${idleMsPerSecond.toFixed(0)} ms/s; load ${loadAverage()}`);
+    const results: LevelResult[] = [];
+    const meets = (r: LevelResult) => r.edgeTurns.length > 0 && r.clientTurns.length > 0 && quantile(r.edgeTurns, 0.95) <= TARGET_P95_MS && quantile(r.clientTurns, 0.95) <= TARGET_P95_MS && r.failed.length === 0;
+    for (let i = 0; i < levels.length; i++) {
+      const calls = levels[i];
+      const level: LevelResult = { calls, edgeTurns: [], clientTurns: [], unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
+      callersLoopP99.length = 0;
+      const loop = monitorEventLoopDelay({ resolution: 5 });
+      loop.enable();
+      const before = serviceTicks(child.pid);
+      const start = performance.now();
+      const loads: number[] = [];
+      const loadWatch = setInterval(() => loads.push(Number(loadAverage().split(' ')[0])), 2_000);
+      let callSeconds = 0;
+      do {
+        const { results: callers, callIds } = await runCalls(calls);
+        for (const r of callers) {
+          level.clientTurns.push(...r.turnsMs);
+          callSeconds += r.seconds;
+          if (r.error) level.failed.push(r.error);
+        }
+        for (const callId of callIds) {
+          const turns = engines.get(callId)?.turnLatencies ?? [];
+          level.edgeTurns.push(...turns.map((t) => t.turnMs));
+          const { profiles, unheard } = await profileCall(temporal.client, callId, turns);
+          level.profiles.push(...profiles);
+          level.unheard += unheard;
+        }
+      } while (level.edgeTurns.length < minTurns);
+      clearInterval(loadWatch);
+      loop.disable();
+      level.loopDelay = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
+      level.callersLoopP99 = Math.max(...callersLoopP99);
+      level.inbound = { received: inbound.received - level.inbound.received, skipped: inbound.skipped - level.inbound.skipped, underruns: inbound.underruns - level.inbound.underruns };
+      level.seconds = (performance.now() - start) / 1000;
+      const after = serviceTicks(child.pid);
+      for (const part of Object.keys(after)) level.cpuMsPerSecond[part] = ((after[part] - (before[part] ?? 0)) * (1000 / TICKS_PER_SECOND)) / level.seconds;
+      const cpuMs = Object.values(level.cpuMsPerSecond).reduce((a, b) => a + b, 0) * level.seconds;
+      level.cpuPerCallSecond = Math.max(0, cpuMs - idleMsPerSecond * level.seconds) / Math.max(1, callSeconds);
+      level.load = `${loadAverage()} (1-min average while it ran: ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)})`;
+      results.push(level);
+      report(level);
+      // Past the listed levels, go on while the target holds.
+      if (i === levels.length - 1 && meets(level) && calls + 5 <= maxCalls) levels.push(calls + 5);
+    }
+
+    const meeting = results.filter(meets);
+    out('');
+    out(`highest level with p95 turn latency ≤ ${TARGET_P95_MS} ms (edge and caller): ${meeting.length ? Math.max(...meeting.map((r) => r.calls)) : 'none'} concurrent calls`);
+  } finally {
+    clearInterval(watchEngines);
+    child.send({ cmd: 'stop' } satisfies ToChild);
+    await edge.close();
+    await speech.close();
+    worker.shutdown();
+    await workerRun;
+    await connection.close();
+    await api.api.close();
+    await pool.end();
+    await temporal.close();
+    await database.embedded?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ms = (v: number) => `${Math.round(v)} ms`;
+
+function report(r: LevelResult): void {
+  const cpu = Object.values(r.cpuMsPerSecond).reduce((a, b) => a + b, 0);
+  out('');
+  out(`${r.calls} concurrent call${r.calls === 1 ? '' : 's'} (${r.seconds.toFixed(0)} s, load ${r.load})`);
+  out(`  turn latency, edge   (speech end → agent's first frame): p50 ${ms(median(r.edgeTurns))}, p95 ${ms(quantile(r.edgeTurns, 0.95))}, max ${ms(Math.max(...r.edgeTurns))} over ${r.edgeTurns.length} turns`);
+  if (r.clientTurns.length) {
+    out(`  turn latency, caller (sent speech end → first packet): p50 ${ms(median(r.clientTurns))}, p95 ${ms(quantile(r.clientTurns, 0.95))}, max ${ms(Math.max(...r.clientTurns))} over ${r.clientTurns.length} turns`);
+  }
+  const long = r.clientTurns.filter((t) => t > LONG_TURN_MS).length;
+  if (long || r.unheard || r.failed.length) {
+    out(`  caller turns over ${LONG_TURN_MS / 1000} s: ${long}; answers the edge did not make out (reprompted): ${r.unheard}; failed calls: ${r.failed.length}${r.failed.length ? ` (${r.failed[0]})` : ''}`);
+  }
+  if (r.profiles.length) {
+    const part = (key: keyof TurnProfile) => `${ms(median(r.profiles.map((p) => p[key])))} (p95 ${ms(quantile(r.profiles.map((p) => p[key]), 0.95))})`;
+    out(`  where a turn goes, median (p95): hangover + recognition ${part('recognition')}; completion to Temporal ${part('completion')}; workflow ${part('workflow')}; edge pickup ${part('pickup')}; synthesis to first frame ${part('firstFrame')}`);
+  }
+  out(`  callers' audio at the edge: ${r.inbound.received} packets, ${(100 * r.inbound.skipped / Math.max(1, r.inbound.received)).toFixed(1)}% skipped by the jitter buffer, ${r.inbound.underruns} underruns`);
+  out(`  event loop delay: service process p99 ${ms(r.loopDelay.p99)}, max ${ms(r.loopDelay.max)}; callers' process p99 ${ms(r.callersLoopP99)}`);
+  out(`  CPU: service ${cpu.toFixed(0)} ms/s (${Object.entries(r.cpuMsPerSecond).filter(([, v]) => v >= 1).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}); per call ${r.cpuPerCallSecond.toFixed(0)} ms per second of call = ${(r.cpuPerCallSecond / 10).toFixed(1)}% of a core`);
+}
+
+if (process.argv[2] === 'callers') void callers();
+else runBenchmark(main);

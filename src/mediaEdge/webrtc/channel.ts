@@ -8,6 +8,12 @@
  * DTX does): no CPU or bandwidth for silence, and the browser's own jitter buffer plays
  * comfort silence. RTP timestamps keep counting wall-clock frames across the pause, and the
  * first packet after it carries the marker bit (the start of a talkspurt).
+ *
+ * Inbound audio is heard by the conversation engine, never played to a person, so a backlog
+ * (the browser's packets arriving in a burst, or ticks this process missed while busy) is
+ * caught up by handing over two frames a tick until the buffer is back to its depth, not by
+ * skipping audio: skipped audio is lost words. The jitter buffer's own skip stays as a bound
+ * (INBOUND_MAX_DEPTH_MS) for backlogs that catching up cannot clear.
  */
 import { randomInt } from 'node:crypto';
 import { FRAME_SAMPLES, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
@@ -30,6 +36,14 @@ export interface ChannelStats {
 }
 
 type Listener = (frame: PcmFrame) => void;
+
+/**
+ * Inbound backlog beyond which the jitter buffer skips (catching up clears anything smaller);
+ * under the buffer's 1 s resync distance, so a backlog is skipped down, not restarted at.
+ */
+export const INBOUND_MAX_DEPTH_MS = 800;
+/** Backlog over the depth, in frames, that makes a tick hand over a second frame. */
+const CATCH_UP_FRAMES = 2;
 
 export class WebRtcMediaChannel implements MediaChannel {
   readonly closed: Promise<ChannelCloseReason>;
@@ -54,7 +68,7 @@ export class WebRtcMediaChannel implements MediaChannel {
     private readonly onListenerError: (err: unknown, direction: 'inbound' | 'outbound') => void,
     jitterDepthMs?: number,
   ) {
-    this.jitter = new JitterBuffer({ clockRate: codec.clockRate, depthMs: jitterDepthMs });
+    this.jitter = new JitterBuffer({ clockRate: codec.clockRate, depthMs: jitterDepthMs, maxDepthMs: INBOUND_MAX_DEPTH_MS });
     this.closed = new Promise((resolve) => (this.settle = resolve));
   }
 
@@ -106,11 +120,12 @@ export class WebRtcMediaChannel implements MediaChannel {
     this.jitter.push(packet);
   }
 
-  /** One 20 ms step: play one inbound frame, send at most one outbound frame. */
+  /** One 20 ms step: play one inbound frame (two while catching up on a backlog), send at most one outbound frame. */
   tick(): void {
     if (this.closeReason) return;
     this.ticks++;
     this.playInbound();
+    if (this.jitter.bufferedTicks > this.jitter.depthTicks + CATCH_UP_FRAMES * this.jitter.frameTicks) this.playInbound();
     this.sendOutbound();
   }
 

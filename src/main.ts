@@ -4,7 +4,7 @@
 import { loadConfig, ConfigError, recordingsDir } from './config/index.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
-import { loadMediaEdgeConfig } from './mediaEdge/server.js';
+import { loadMediaEdgeConfig, type MediaEdgeConfig } from './mediaEdge/server.js';
 import { createSpeechEngines, SpeechConfigError } from './mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
@@ -34,14 +34,12 @@ async function main(): Promise<void> {
   const recordings = createRecordingStore(config);
   const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings, redis });
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings });
-  const edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` }),
-    logger,
-    speech,
-    recordings,
-    temporalAddress: temporal.address,
-    temporalNamespace: config.TEMPORAL_NAMESPACE,
-  });
+  // The edge runs here when browsers are told to reach this machine (or a listen address is
+  // given); a MEDIA_EDGE_WS_URL naming another host means the edge runs elsewhere (npm run media-edge).
+  const edgeConfig = loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` });
+  const edge = servesEdgeHere(edgeConfig)
+    ? await startVoiceEdge({ config: edgeConfig, logger, speech, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
+    : undefined;
 
   const base = `http://127.0.0.1:${api.port}`;
   process.stdout.write(
@@ -50,7 +48,7 @@ async function main(): Promise<void> {
       `Health       ${base}/api/v1/health`,
       `OpenAPI      ${base}/api/v1/openapi.json`,
       `API docs     ${base}/api/v1/docs`,
-      `Media edge   ${edge.url} (browser calls; example page: examples/web-call)`,
+      `Media edge   ${edge ? `${edge.url} (browser calls; example page: examples/web-call)` : `not started here: MEDIA_EDGE_WS_URL points at ${edgeConfig.MEDIA_EDGE_WS_URL}`}`,
       `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
       `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
       `Recordings   ${config.RECORDINGS_STORE === 's3' ? `S3 bucket ${config.S3_BUCKET}` : recordingsDir(config)}`,
@@ -64,7 +62,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    await edge.close().catch((err: unknown) => logger.error({ err }, 'media edge stopped with an error'));
+    await edge?.close().catch((err: unknown) => logger.error({ err }, 'media edge stopped with an error'));
     await speech.close();
     await api.close();
     await worker.shutdown().catch((err) => logger.error({ err }, 'worker stopped with an error'));
@@ -75,6 +73,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** Whether MEDIA_EDGE_WS_URL names this machine, or the edge is told where to listen. */
+function servesEdgeHere(edgeConfig: MediaEdgeConfig): boolean {
+  if (edgeConfig.MEDIA_EDGE_LISTEN_HOST || edgeConfig.MEDIA_EDGE_LISTEN_PORT !== undefined) return true;
+  const host = new URL(edgeConfig.MEDIA_EDGE_WS_URL).hostname.replace(/^\[(.*)\]$/, '$1');
+  return host === 'localhost' || host === '::1' || /^127\./.test(host) || host === '0.0.0.0';
 }
 
 main().catch((err) => {

@@ -452,6 +452,7 @@ async function main(): Promise<void> {
   await pool.query('UPDATE teams SET max_concurrent = 1000 WHERE id = $1', [team.id]);
   const { id: scriptId } = await insertScript(pool, { teamId: team.id, name: SCRIPT.name, definition: SCRIPT });
   const request = jsonRequester(api.base);
+  // spawns: node
   const child = fork(fileURLToPath(import.meta.url), ['callers'], { stdio: 'inherit' });
 
   try {

@@ -94,6 +94,19 @@ describe('festival synthesizer', () => {
     assert.equal((await collect(festival, ' ?! ')).frames.length, 0);
   });
 
+  it('keeps what it rendered: a line said again is the same audio, served without Festival', async () => {
+    const text = 'Is this still a good time to talk? It will only take a minute or two of your time.';
+    const rendered = festival.stats.rendered;
+    const fromCache = festival.stats.fromCache;
+    const first = await collect(festival, text);
+    const sentences = festival.stats.rendered - rendered;
+    assert.ok(sentences >= 1);
+    const again = await collect(festival, text);
+    assert.equal(festival.stats.rendered - rendered, sentences, 'nothing rendered the second time');
+    assert.equal(festival.stats.fromCache - fromCache, sentences);
+    assert.deepEqual(again.frames, first.frames);
+  });
+
   it('stops when aborted, and keeps working afterwards', async () => {
     const abort = new AbortController();
     const frames: Int16Array[] = [];

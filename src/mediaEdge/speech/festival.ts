@@ -7,6 +7,10 @@
  *
  * Festival writes each rendering to a WAV file in a private temp folder and then a marker
  * on stderr (unbuffered, unlike its stdout on a pipe); the marker says the file is complete.
+ *
+ * Rendered sentences are kept (up to RENDER_CACHE_SECONDS of audio, least recently used
+ * out first): a script says the same questions on every call, and a kept sentence starts
+ * playing without waiting for the one process every call of the edge shares.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +31,8 @@ const LEAD_IN_MS = 30;
 const TAIL_MS = 150;
 /** Festival's own pause between sentences is kept, but not its longer silence at the end. */
 const BETWEEN_SENTENCES_MS = 250;
+/** Audio kept of rendered sentences: ten minutes is about 19 MB. */
+export const RENDER_CACHE_SECONDS = 600;
 
 export interface FestivalOptions {
   /** The festival executable (default: festival on PATH). */
@@ -121,6 +127,11 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
   private process: Promise<FestivalProcess> | undefined;
   private renderings = 0;
   private closed = false;
+  /** Sentence → its samples (or the rendering under way: length 0 until done), oldest use first. */
+  private readonly rendered = new Map<string, { audio: Promise<Int16Array>; length: number }>();
+  private renderedSamples = 0;
+  /** Sentences rendered by Festival, and those served from what was kept. */
+  readonly stats = { rendered: 0, fromCache: 0 };
 
   constructor(options: FestivalOptions = {}) {
     this.binary = options.binary ?? 'festival';
@@ -167,9 +178,38 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  /** The 16 kHz mono samples of one sentence. */
-  private async render(sentence: string): Promise<Int16Array> {
-    if (!hasWords(sentence)) return new Int16Array(0);
+  /** The 16 kHz mono samples of one sentence: kept ones at once, others from Festival (and then kept). */
+  private render(sentence: string): Promise<Int16Array> {
+    if (!hasWords(sentence)) return Promise.resolve(new Int16Array(0));
+    const kept = this.rendered.get(sentence);
+    if (kept) {
+      this.stats.fromCache++;
+      this.rendered.delete(sentence);
+      this.rendered.set(sentence, kept);
+      return kept.audio;
+    }
+    const entry = { audio: this.renderWithFestival(sentence), length: 0 };
+    this.rendered.set(sentence, entry);
+    void entry.audio.then(
+      (samples) => {
+        if (this.rendered.get(sentence) !== entry) return;
+        entry.length = samples.length;
+        this.renderedSamples += samples.length;
+        for (const [oldest, old] of this.rendered) {
+          if (this.renderedSamples <= RENDER_CACHE_SECONDS * SAMPLE_RATE || oldest === sentence) break;
+          this.rendered.delete(oldest);
+          this.renderedSamples -= old.length;
+        }
+      },
+      () => {
+        if (this.rendered.get(sentence) === entry) this.rendered.delete(sentence);
+      },
+    );
+    return entry.audio;
+  }
+
+  private async renderWithFestival(sentence: string): Promise<Int16Array> {
+    this.stats.rendered++;
     const festival = await this.ready();
     const file = path.join(this.dir, `line-${++this.renderings}.wav`);
     try {

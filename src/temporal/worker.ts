@@ -24,6 +24,15 @@ export function workflowBundle(): Promise<WorkflowBundle> {
   return bundlePromise;
 }
 
+/**
+ * A workflow task may wait this long on the worker's own (sticky) queue. Thousands of calls
+ * falling due at once queue tasks for longer than the default 10 s; past it each task times
+ * out, moves to the shared queue and is replayed (hundreds of timeouts per 1,000-call burst
+ * on two cores, docs/benchmarks.md). A worker that dies leaves its tasks there this long
+ * before another worker takes them.
+ */
+export const STICKY_QUEUE_TIMEOUT = '60 seconds';
+
 export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
@@ -31,6 +40,7 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createActivities(opts.deps),
+    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
   });
 }
 

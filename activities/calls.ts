@@ -32,6 +32,7 @@ import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
 import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
+import { dialInTokenSlot, pacingKey, waitForDialToken } from './dialing.js';
 import type { ActivityDeps } from './index.js';
 
 /** What the script runtime needs about a call: its contact, script and linked objects. */
@@ -77,6 +78,39 @@ export function createCallActivities(deps: ActivityDeps) {
     });
     if (!call) throw notFound(`call ${input.callId}`);
     return call;
+  }
+
+  /**
+   * The dial, shared by placeCall and placePacedCall. Carrier pacing (docs/calls.md): the
+   * dial goes out inside the slot of its dial token, taken before (`dialTokenAt`) or waited
+   * for here (`paced`, after everything else is loaded, so the dial follows the token at once).
+   */
+  async function placeCallNow(input: { callId: string; dialTokenAt?: string }, paced?: CallRecord): Promise<PlaceCallResult | { waiting: true }> {
+    const { definition, ...context } = await loadContext(input.callId);
+    if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
+    const key = input.dialTokenAt || paced ? await pacingKey(deps, context.call) : null;
+    let tokenAt = input.dialTokenAt ? Date.parse(input.dialTokenAt) : undefined;
+    if (paced && key) {
+      const at = await waitForDialToken(deps, paced, key, 'in-progress');
+      if (at === null) return { waiting: true };
+      tokenAt = at;
+    }
+    if (key && tokenAt !== undefined) await dialInTokenSlot(deps, key, tokenAt);
+    const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
+    const placed = await provider.placeCall({
+      callId: context.call.id,
+      teamId: context.call.team_id,
+      from: context.call.from_number,
+      to: context.call.to_number,
+      contact: context.contact,
+      script: { id: context.script.id, name: context.script.name, definition },
+      objects: context.objects,
+      call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id },
+    });
+    await setProviderCall(deps.pool, input.callId, placed.provider, placed.providerCallId);
+    if (placed.mode !== 'simulated') return placed;
+    await setCallProgress(deps.pool, input.callId, 'in-progress', 'ringing');
+    return { ...placed, context };
   }
 
   /** recording_url: GET /api/v1/recordings/{call_id} when the call has a recording, else null. */
@@ -160,26 +194,25 @@ export function createCallActivities(deps: ActivityDeps) {
     /**
      * Dials through the voice provider (idempotent per call id at the provider). A simulated
      * call is ringing from here on (its progress says so), and its answer carries the context
-     * the script runs on, so the workflow loads it once.
+     * the script runs on, so the workflow loads it once. With `dialTokenAt` (carrier pacing),
+     * the dial goes out inside its token's slot.
      */
-    async placeCall(input: { callId: string }): Promise<PlaceCallResult> {
-      const { definition, ...context } = await loadContext(input.callId);
-      if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
-      const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
-      const placed = await provider.placeCall({
-        callId: context.call.id,
-        teamId: context.call.team_id,
-        from: context.call.from_number,
-        to: context.call.to_number,
-        contact: context.contact,
-        script: { id: context.script.id, name: context.script.name, definition },
-        objects: context.objects,
-        call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id },
-      });
-      await setProviderCall(deps.pool, input.callId, placed.provider, placed.providerCallId);
-      if (placed.mode !== 'simulated') return placed;
-      await setCallProgress(deps.pool, input.callId, 'in-progress', 'ringing');
-      return { ...placed, context };
+    async placeCall(input: { callId: string; dialTokenAt?: string }): Promise<PlaceCallResult> {
+      return (await placeCallNow(input)) as PlaceCallResult;
+    },
+
+    /**
+     * placeCall for a call that found no free dial token (carrier pacing): waits for one here,
+     * in the dial activity, with progress waiting_for_dial_slot, then dials at once, inside
+     * the token's slot. Answers `waiting` when none came within DIAL_TOKEN_WAIT_MS (the
+     * workflow asks again).
+     */
+    async placePacedCall(input: { callId: string }): Promise<PlaceCallResult | { waiting: true }> {
+      const call = await requireCall(input.callId);
+      if (call.status !== 'in-progress') throw ApplicationFailure.nonRetryable(`call ${input.callId} is ${call.status}, not in progress`, NOT_FOUND_FAILURE);
+      const placed = await placeCallNow({ callId: input.callId }, call);
+      if (!('waiting' in placed) && placed.mode !== 'simulated') await setCallProgress(deps.pool, input.callId, 'in-progress', 'dialling');
+      return placed;
     },
 
     /**

@@ -6,19 +6,98 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Redis } from 'ioredis';
-import { deferScheduledCall, findCallById, setCallProgress } from '../src/db/repositories/calls.js';
+import { deferScheduledCall, findCallById, setCallProgress, type CallRecord } from '../src/db/repositories/calls.js';
 import { findTeamDialingPolicy } from '../src/db/repositories/dialingPolicies.js';
 import { isOnDoNotCall } from '../src/db/repositories/doNotCall.js';
-import { createDialPacer, type DialPacer } from '../src/pacing/dialPacer.js';
+import { createDialPacer, type DialPacer, type PacingKey } from '../src/pacing/dialPacer.js';
 import { releaseSlotAndGrant } from '../src/services/callSlots.js';
 import { addCalleeToDoNotCall } from '../src/services/doNotCall.js';
 import { scheduleRetryAttempt } from '../src/services/retries.js';
 import { notFound } from '../src/services/errors.js';
 import type { ActivityDeps } from './index.js';
 
-/** How long one acquireDialToken run waits for a token before it answers `waiting` (the workflow asks again). */
-export const DIAL_TOKEN_WAIT_MS = 30_000;
+/**
+ * How long one run of placePacedCall waits for a token before it answers `waiting` (the
+ * workflow runs it again). Long: a call keeps its place in the process's queue while it
+ * waits, and many calls answering at once would leave slots unused.
+ */
+export const DIAL_TOKEN_WAIT_MS = 10 * 60_000;
+/** While it waits, it looks at the call's status this often (a call ended meanwhile stops waiting). */
+const STATUS_LOOK_MS = 5_000;
+/** How long placeCall waits for a fresh token when the call's token went stale on its way (a retry of placeCall follows). */
+export const FRESH_TOKEN_WAIT_MS = 20_000;
 
+/** The pacing key of a call: its number, its team and the team's rate (null for a call without a number to dial from). */
+export async function pacingKey(deps: Pick<ActivityDeps, 'pool'>, call: { team_id: string; from_number: string | null }): Promise<PacingKey | null> {
+  if (!call.from_number) return null;
+  const policy = await findTeamDialingPolicy(deps.pool, call.team_id);
+  return { fromNumber: call.from_number, teamId: call.team_id, teamRate: policy.dial_rate };
+}
+
+/**
+ * Right before the provider is asked to dial: a dial holding a token taken at `tokenAt` goes
+ * out if it is still inside the token's slot; one that came too late (the way from the
+ * token to the dial took longer than the slot) first takes a fresh token, before every other
+ * waiter of this process. So the provider never sees more dials of a number in a second
+ * than the rate, however late the dial runs.
+ */
+export async function dialInTokenSlot(deps: Pick<ActivityDeps, 'pool' | 'config'> & { dialPacer?: DialPacer; redis?: Redis }, key: PacingKey, tokenAt: number): Promise<void> {
+  const pacer = deps.dialPacer ?? defaultDialPacer(deps);
+  if (pacer.dialTiming(key, tokenAt).kind === 'now') return;
+  const at = await pacer.take(key, { maxWaitMs: FRESH_TOKEN_WAIT_MS, priority: [0], signal: activityContext()?.cancellationSignal });
+  if (at === null) throw new Error(`no fresh dial token within ${FRESH_TOKEN_WAIT_MS} ms`);
+}
+
+/**
+ * Waits, in the dial activity itself, for a dial token of the call's number (and team):
+ * queued in this process in the slot line's order, heartbeating, with progress
+ * waiting_for_dial_slot while it waits. Answers the token's instant, or null after
+ * DIAL_TOKEN_WAIT_MS or when the call left `status` meanwhile. A store error is waited out
+ * (the call waits, it never fails for pacing).
+ */
+export async function waitForDialToken(
+  deps: Pick<ActivityDeps, 'pool' | 'config' | 'logger'> & { dialPacer?: DialPacer; redis?: Redis },
+  call: CallRecord,
+  key: PacingKey,
+  status: string,
+): Promise<number | null> {
+  const pacer = deps.dialPacer ?? defaultDialPacer(deps);
+  const context = activityContext();
+  const ended = new AbortController();
+  const signal = context ? AbortSignal.any([context.cancellationSignal, ended.signal]) : ended.signal;
+  const deadline = Date.now() + DIAL_TOKEN_WAIT_MS;
+  let marked = false;
+  let lastLook = Date.now();
+  const onWait = async () => {
+    context?.heartbeat();
+    if (!marked) {
+      marked = true;
+      await setCallProgress(deps.pool, call.id, status, 'waiting_for_dial_slot');
+    }
+    if (Date.now() - lastLook >= STATUS_LOOK_MS) {
+      lastLook = Date.now();
+      if ((await findCallById(deps.pool, call.id))?.status !== status) ended.abort(new Error('the call left its status'));
+    }
+  };
+  for (;;) {
+    try {
+      return await pacer.take(key, {
+        maxWaitMs: Math.max(0, deadline - Date.now()),
+        // The call's place in the slot line, so waiting calls dial in that order (in this process).
+        priority: [(call.dial_after ?? call.scheduled_time).getTime(), call.seq],
+        signal,
+        onWait,
+      });
+    } catch (err) {
+      if (ended.signal.aborted) return null;
+      if (context?.cancellationSignal.aborted) throw err;
+      deps.logger.warn({ err, callId: call.id }, 'dial pacer store failed; the call waits');
+      await onWait();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (Date.now() > deadline) return null;
+    }
+  }
+}
 export type DialTokenResult =
   | { granted: true; at: string }
   | { granted: false; reason: 'waiting' }
@@ -41,7 +120,7 @@ function activityContext(): Context | undefined {
 }
 
 export function createDialingActivities(deps: ActivityDeps) {
-  let pacer = deps.dialPacer;
+  const pacer = deps.dialPacer ?? defaultDialPacer(deps);
   const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
 
   async function requireCall(callId: string) {
@@ -74,41 +153,8 @@ export function createDialingActivities(deps: ActivityDeps) {
       if (call.status !== 'scheduled') return { granted: false, reason: 'not_scheduled', status: call.status };
       if (!call.from_number) return { granted: true, at: new Date().toISOString() };
       const policy = await findTeamDialingPolicy(deps.pool, call.team_id);
-      pacer ??= defaultDialPacer(deps);
       const token = await pacer.tryTake({ fromNumber: call.from_number, teamId: call.team_id, teamRate: policy.dial_rate });
       return token.taken ? { granted: true, at: new Date(token.at).toISOString() } : { granted: false, reason: 'waiting' };
-    },
-
-    /**
-     * A dial token of the call's number (and team, when it has a rate): waits for one up to
-     * DIAL_TOKEN_WAIT_MS, heartbeating, with progress waiting_for_dial_slot while it waits.
-     * A call no longer scheduled (cancelled meanwhile) gets none.
-     */
-    async acquireDialToken(input: { callId: string }): Promise<DialTokenResult> {
-      const call = await requireCall(input.callId);
-      if (call.status !== 'scheduled') return { granted: false, reason: 'not_scheduled', status: call.status };
-      if (!call.from_number) return { granted: true, at: new Date().toISOString() };
-      const policy = await findTeamDialingPolicy(deps.pool, call.team_id);
-      pacer ??= defaultDialPacer(deps);
-      const context = activityContext();
-      let marked = false;
-      const at = await pacer.take(
-        { fromNumber: call.from_number, teamId: call.team_id, teamRate: policy.dial_rate },
-        {
-          maxWaitMs: DIAL_TOKEN_WAIT_MS,
-          // The call's place in the slot line, so waiting calls dial in that order (in this process).
-          priority: [(call.dial_after ?? call.scheduled_time).getTime(), call.seq],
-          signal: context?.cancellationSignal,
-          onWait: async () => {
-            context?.heartbeat();
-            if (!marked) {
-              marked = true;
-              await setCallProgress(deps.pool, call.id, 'scheduled', 'waiting_for_dial_slot');
-            }
-          },
-        },
-      );
-      return at === null ? { granted: false, reason: 'waiting' } : { granted: true, at: new Date(at).toISOString() };
     },
 
     /** The callee asked not to be called again: their number joins the list (source call). */

@@ -24,7 +24,7 @@ import type { CallAnalyser } from '../src/analysis/index.js';
 import type { RecordingStore } from '../src/recordings/index.js';
 import type { HostResolver } from '../src/webhooks/addresses.js';
 import { createWebhookActivities } from './webhooks.js';
-import { createDialingActivities } from './dialing.js';
+import { createDialingActivities, defaultDialPacer } from './dialing.js';
 import type { DialPacer } from '../src/pacing/dialPacer.js';
 
 /** What activities may touch; injected so tests can hand in their own. */
@@ -81,7 +81,9 @@ function withFailureTypes<T extends Record<string, Activity>>(activities: T): T 
 }
 
 /** Every activity of the service, built from injected dependencies; use-case errors leave them as typed failures. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(given: ActivityDeps) {
+  // One dial pacer for the dial token and the dial itself.
+  const deps: ActivityDeps = { ...given, dialPacer: given.dialPacer ?? defaultDialPacer(given) };
   return withFailureTypes({
     ...createHookActivities(deps),
     ...createCallActivities(deps),

@@ -37,7 +37,7 @@ import {
   type CallWorkflowState,
 } from './contracts.js';
 import { CallEventInbox, runConversation, type CallContext } from './conversation.js';
-import { msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, takeDialToken, waitForCallingWindow } from './dialingPolicy.js';
+import { msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, tryTakeDialToken, waitForCallingWindow } from './dialingPolicy.js';
 
 /**
  * Marks runs that check the do-not-call list and take a dial token after their slot
@@ -111,6 +111,8 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   // Web: the browser connecting.
   let holdsSlot = false;
   let mediaTaskQueue: string | undefined;
+  let dialTokenAt: string | undefined;
+  let waitForDialToken = false;
   if (input.type !== 'web') {
     for (;;) {
       // Outside its window the call waits, passed over by the slot line; cancel-call ends the wait.
@@ -154,14 +156,16 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
         });
         return finish({ status: 'failed', endReason: 'do_not_call' });
       }
-      // First a slot, then a dial token of the caller number (carrier pacing).
-      const token = await takeDialToken(input);
-      if (!token.granted) {
+      // First a slot, then a dial token of the caller number (carrier pacing): a free one now,
+      // else the dial activity waits for one (progress waiting_for_dial_slot) and dials inside its slot.
+      const token = await tryTakeDialToken(input);
+      if (!token.granted && token.reason === 'not_scheduled') {
         await db.releaseCallSlot({ callId: input.callId });
         return endedBeforeStart(token.status);
       }
-      if (msUntilWindowCloses(input) > 0) break;
-      holdsSlot = false;
+      if (token.granted) dialTokenAt = token.at;
+      else waitForDialToken = true;
+      break;
     }
   } else {
     state.phase = 'waiting_for_connection';
@@ -179,7 +183,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   const started = await db.markCallInProgress({
     callId: input.callId,
     actualTime: new Date(Date.now()).toISOString(),
-    progress: input.type === 'web' ? 'in_conversation' : 'dialling',
+    progress: input.type === 'web' ? 'in_conversation' : waitForDialToken ? 'waiting_for_dial_slot' : 'dialling',
   });
   if (started.status !== 'in-progress') {
     if (holdsSlot) await db.releaseCallSlot({ callId: input.callId });
@@ -194,6 +198,8 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     input,
     events,
     mediaTaskQueue,
+    dialTokenAt,
+    waitForDialToken,
     setProgress: (progress: CallProgress) => db.setCallProgress({ callId: input.callId, status: 'in-progress', progress }),
     record: async ({ progress, turns = [], notes = [] }) => {
       await db.recordConversation({ callId: input.callId, progress, turnStart: turnCount, turns, noteStart: noteCount, notes });

@@ -11,8 +11,8 @@
  * call's outcome; the workflow shell does the rest (terminal status, slot, analysis).
  * See docs/calls.md, "The conversation seam".
  */
-import { condition, proxyLocalActivities } from '@temporalio/workflow';
-import type { CallActivities, CallContextData } from '../activities/calls.js';
+import { condition, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { CallActivities, CallContextData, PlaceCallResult } from '../activities/calls.js';
 import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, type SystemNote, type TerminalStatus } from '../src/domain/calls.js';
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE, type CallEvent, type CallWorkflowInput } from './contracts.js';
@@ -28,6 +28,22 @@ const { placeCall } = proxyLocalActivities<CallActivities>({
   // Reaches a person: a bounded retry, then the call fails (provider_error).
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: [NOT_FOUND_FAILURE, NO_NUMBER_FAILURE] },
 });
+
+// The dial of a call that waits for its dial token (carrier pacing): an activity that may wait
+// minutes, heartbeating; it reaches a person, so it is retried a bounded number of times.
+const paced = proxyActivities<CallActivities>({
+  startToCloseTimeout: '11 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: [NOT_FOUND_FAILURE, NO_NUMBER_FAILURE] },
+});
+
+/** Waits for a dial token in the dial activity, then dials; asked again while none has come. */
+async function placePacedCall(callId: string): Promise<PlaceCallResult> {
+  for (;;) {
+    const placed = await paced.placePacedCall({ callId });
+    if (!('waiting' in placed)) return placed;
+  }
+}
 
 /** Provider events received by the workflow, in arrival order, each event_id once. */
 export class CallEventInbox {
@@ -75,6 +91,10 @@ export interface CallContext {
   events: CallEventInbox;
   /** The task queue of the media edge holding the call's media (from its `answered` event), if one does. */
   mediaTaskQueue?: string;
+  /** When the call's dial token was taken (carrier pacing): the dial goes out in its slot, or waits for a fresh one. */
+  dialTokenAt?: string;
+  /** No dial token was free: the dial activity waits for one (placePacedCall) and dials inside its slot. */
+  waitForDialToken?: boolean;
   setProgress(progress: CallProgress): Promise<void>;
   /** Writes a progress, turns and System Notes in one activity (idempotent; kept in order). */
   record(write: ConversationWrite): Promise<void>;
@@ -198,7 +218,7 @@ export async function runConversation(ctx: CallContext): Promise<ConversationOut
   }
   let placed;
   try {
-    placed = await placeCall({ callId: ctx.input.callId });
+    placed = ctx.waitForDialToken ? await placePacedCall(ctx.input.callId) : await placeCall({ callId: ctx.input.callId, dialTokenAt: ctx.dialTokenAt });
   } catch {
     return { status: 'failed', endReason: 'provider_error' };
   }

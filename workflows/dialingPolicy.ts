@@ -6,7 +6,8 @@
  *   slot           ── the team ceiling (callWorkflow, the slot line passes over deferred calls)
  *   window again   ── a slot granted after the window closed is handed on, and the call waits again
  *   do-not-call    ── checked at dial time; a listed number ends the call failed / do_not_call
- *   dial token     ── carrier pacing per caller number (and team), waited for in an activity
+ *   dial token     ── carrier pacing per caller number (and team): a free one now, else the
+ *                     dial activity waits for one and dials inside its slot
  *
  * The window arithmetic is pure (src/domain/callingWindows.ts, Intl time zones) and reads
  * only workflow time, so replay is deterministic.
@@ -21,14 +22,6 @@ import { NOT_FOUND_FAILURE, type CallWorkflowInput } from './contracts.js';
 const rows = proxyLocalActivities<DialingActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
-});
-
-// Waits for a token up to 30 s a run, heartbeating; retried without limit, since a store
-// outage should hold calls back, never fail them (nothing has been dialled yet).
-const pacing = proxyActivities<DialingActivities>({
-  startToCloseTimeout: '1 minute',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [NOT_FOUND_FAILURE] },
 });
 
 // The next attempt of a chain: a new call and its workflow, through the retry-call path.
@@ -73,17 +66,12 @@ export async function onDoNotCallList(input: CallWorkflowInput): Promise<boolean
 }
 
 /**
- * A dial token of the call's number (carrier pacing), asked for until granted, or until the
- * call is no longer scheduled. A free token is taken by a local activity, in the order the
- * slot line granted the calls; a call that must wait does so in an activity.
+ * A free dial token of the call's number (carrier pacing), taken by a local activity in the
+ * order the slot line granted the calls; `waiting` when there is none now (the call then
+ * waits for one in its dial activity, placePacedCall).
  */
-export async function takeDialToken(input: CallWorkflowInput): Promise<Exclude<DialTokenResult, { reason: 'waiting' }>> {
-  const now = await rows.tryDialToken({ callId: input.callId });
-  if (now.granted || now.reason === 'not_scheduled') return now;
-  for (;;) {
-    const token = await pacing.acquireDialToken({ callId: input.callId });
-    if (token.granted || token.reason === 'not_scheduled') return token;
-  }
+export async function tryTakeDialToken(input: CallWorkflowInput): Promise<DialTokenResult> {
+  return rows.tryDialToken({ callId: input.callId });
 }
 
 /** Whether the call's retry policy asks for another attempt after this outcome (decided in the workflow, pure). */

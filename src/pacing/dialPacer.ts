@@ -9,9 +9,10 @@
  * counts per (key, slot) with one point. So a calendar second holds at most `rate` dials of
  * a number whatever the number of workers, and dials spread evenly instead of bursting at
  * the start of each second. A call that finds its slot taken waits for the next one: in
- * process, the waiters of one number queue first come first served and only the first
- * asks the store; across processes the first to ask takes the slot. Workers' clocks are
- * assumed to agree (NTP): a skew of d ms can bring two dials d ms closer.
+ * process, the waiters of one number queue in the slot line's order and only the first asks
+ * the store; across processes the first to ask takes the slot. A dial checks that it goes out
+ * inside its token's slot (dialTiming), and takes a fresh token when it came too late.
+ * Workers' clocks are assumed to agree (NTP): a skew of d ms can bring two dials d ms closer.
  */
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -27,8 +28,19 @@ export interface PacingKey {
   teamRate: number | null;
 }
 
-/** `at`: the clock reading whose slot the token belongs to. */
+/** `at`: the instant the token was taken; its slot is the token's. */
 export type TakeResult = { taken: true; at: number } | { taken: false; waitMs: number };
+
+/** Whether a dial holding the token of `at` may go out now, or its slot is over (take a fresh token). */
+export type DialTiming = { kind: 'now' } | { kind: 'stale' };
+
+export interface TakeOptions {
+  maxWaitMs: number;
+  signal?: AbortSignal;
+  onWait?: () => void | Promise<void>;
+  /** Lower goes first among this process's waiters of the number (element by element); default the time it asks. */
+  priority?: readonly number[];
+}
 
 export interface DialPacer {
   readonly store: DialPacingStore['kind'];
@@ -39,11 +51,13 @@ export interface DialPacer {
   tryTake(key: PacingKey): Promise<TakeResult>;
   /**
    * Waits, queued behind the waiters of the same number in this process that have a lower
-   * `priority` (default: the time it asks; ties in arrival order), until a token is taken
-   * (its `at`) or `maxWaitMs` has passed (null). `onWait` runs when the first attempt finds
-   * no token and then about every second while waiting (heartbeats).
+   * `priority` (ties in arrival order), until a token is taken (its `at`) or `maxWaitMs` has
+   * passed (null). `onWait` runs when the first attempt finds no token and then about every
+   * second while waiting (heartbeats).
    */
-  take(key: PacingKey, opts: { maxWaitMs: number; signal?: AbortSignal; onWait?: () => void | Promise<void>; priority?: readonly number[] }): Promise<number | null>;
+  take(key: PacingKey, opts: TakeOptions): Promise<number | null>;
+  /** Whether a dial holding the token of `at` may go out now (inside its slot, of the number and of the team). */
+  dialTiming(key: PacingKey, at: number): DialTiming;
 }
 
 /** The slot of `nowMs` at `rate` per second, and when the next one starts. */
@@ -52,7 +66,7 @@ export function paceSlot(nowMs: number, rate: number): { index: number; nextStar
   return { index, nextStartMs: Math.ceil(((index + 1) * 1000) / rate) };
 }
 
-/** Seconds a slot's counter is kept: a little longer than the slot (whole seconds, for Redis). */
+/** Seconds a slot's counter is kept: longer than the slot (whole seconds, for Redis). */
 const keepSeconds = (rate: number) => Math.max(2, Math.ceil(2 / rate));
 
 function limiterFor(store: DialPacingStore): RateLimiterAbstract {
@@ -124,38 +138,45 @@ export function createDialPacer(opts: { perNumberRate: number; store: DialPacing
 
   const isFirst = (number: string, turn: Turn) => queues.get(number)?.[0] === turn;
 
-  async function consume(prefix: string, id: string, rate: number, now: number): Promise<{ taken: true; key: string } | { taken: false; waitMs: number }> {
-    const slot = paceSlot(now, rate);
-    const key = `${prefix}:${id}:${slot.index}`;
+  /** Consumes the slot of `prefix:id` that contains the instant `at`; its key when taken. */
+  async function consume(prefix: string, id: string, rate: number, at: number): Promise<string | undefined> {
+    const key = `${prefix}:${id}:${paceSlot(at, rate).index}`;
     try {
       await limiter.consume(key, 1, { customDuration: keepSeconds(rate) });
-      return { taken: true, key };
+      return key;
     } catch (err) {
-      if (err instanceof RateLimiterRes) return { taken: false, waitMs: Math.max(1, slot.nextStartMs - now) };
+      if (err instanceof RateLimiterRes) return undefined;
       throw err;
     }
   }
 
   async function tryTake(key: PacingKey, queued = false): Promise<TakeResult> {
     const now = clock();
+    const at = now;
+    const waitMs = Math.max(1, paceSlot(now, opts.perNumberRate).nextStartMs - now);
     // Waiters of this process go first: a newcomer joins the queue.
-    if (!queued && queues.has(key.fromNumber)) return { taken: false, waitMs: Math.max(1, paceSlot(now, opts.perNumberRate).nextStartMs - now) };
-    const number = await consume('n', key.fromNumber, opts.perNumberRate, now);
-    if (!number.taken) return number;
-    if (!key.teamRate) return { taken: true, at: now };
-    const team = await consume('t', key.teamId, key.teamRate, now).catch(async (err: unknown) => {
-      await limiter.reward(number.key, 1).catch(() => undefined);
+    if (!queued && queues.has(key.fromNumber)) return { taken: false, waitMs };
+    const number = await consume('n', key.fromNumber, opts.perNumberRate, at);
+    if (!number) return { taken: false, waitMs };
+    if (!key.teamRate) return { taken: true, at };
+    const team = await consume('t', key.teamId, key.teamRate, at).catch(async (err: unknown) => {
+      await limiter.reward(number, 1).catch(() => undefined);
       throw err;
     });
-    if (team.taken) return { taken: true, at: now };
+    if (team) return { taken: true, at };
     // The number's slot goes back, so another call of this number may use it (best effort).
-    await limiter.reward(number.key, 1).catch(() => undefined);
-    return team;
+    await limiter.reward(number, 1).catch(() => undefined);
+    return { taken: false, waitMs: Math.max(waitMs, paceSlot(at, key.teamRate).nextStartMs - at) };
   }
 
   return {
     store: opts.store.kind,
     tryTake: (key) => tryTake(key),
+    dialTiming(key, at) {
+      const now = clock();
+      const same = (rate: number) => paceSlot(now, rate).index === paceSlot(at, rate).index;
+      return same(opts.perNumberRate) && (!key.teamRate || same(key.teamRate)) ? { kind: 'now' } : { kind: 'stale' };
+    },
     async take(key, { maxWaitMs, signal, onWait, priority }) {
       const deadline = clock() + maxWaitMs;
       const turn = enqueue(key.fromNumber, priority ?? [clock()]);

@@ -111,6 +111,27 @@ test('memory: waiters go in priority order (the slot line’s), whatever order t
   assert.deepEqual(order, ['first in line', 'second in line', 'late in line', 'last']);
 });
 
+test('a dial may use its token inside the token’s slot, of the number and of the team; after it, the token is stale', async () => {
+  let now = 1_000_000_000;
+  const pacer = createDialPacer({ perNumberRate: 5, store: { kind: 'memory' }, clock: () => now });
+  const k = key();
+  const at = await pacer.take(k, { maxWaitMs: 1_000 });
+  assert.equal(at, 1_000_000_000);
+  now = 1_000_000_150;
+  assert.deepEqual(pacer.dialTiming(k, at!), { kind: 'now' });
+  now = 1_000_000_200;
+  assert.deepEqual(pacer.dialTiming(k, at!), { kind: 'stale' }, 'its 200 ms slot is over');
+  const team = { ...k, teamRate: 1, fromNumber: key().fromNumber };
+  now = 1_000_002_900;
+  const teamAt = (await pacer.tryTake(team)) as { taken: true; at: number };
+  assert.equal(teamAt.taken, true);
+  now = 1_000_003_050;
+  assert.deepEqual(pacer.dialTiming(team, teamAt.at), { kind: 'stale' }, 'the team’s one-second slot ended at 3 s');
+  now = 1_000_003_100;
+  assert.equal((await pacer.tryTake(team)).taken, true, 'a new team slot');
+  assert.equal((await pacer.tryTake({ ...team, fromNumber: key().fromNumber })).taken, false, 'another number of the team waits for the team’s next slot');
+});
+
 test('memory: an aborted wait throws the abort reason', async () => {
   const pacer = createDialPacer({ perNumberRate: 0.1, store: { kind: 'memory' } });
   const k = key();

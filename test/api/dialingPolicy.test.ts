@@ -7,9 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
 import { completeCall } from '../../src/db/repositories/calls.js';
 import { updateTeamDialingPolicy } from '../../src/db/repositories/dialingPolicies.js';
 import type { CallingWindow } from '../../src/domain/callingWindows.js';
+import type { UseCaseError } from '../../src/services/errors.js';
+import { scheduleHookCall } from '../../src/services/hookAutomations.js';
+import { HOOK_CALL_REJECTED_FAILURE } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, calleeNumber } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
@@ -145,6 +149,19 @@ describe('the do-not-call list on create-phone-call and retry-call', () => {
     // Another team's list does not apply.
     const other = await createTestTeam(api.pool);
     assert.equal((await api.request('POST', '/api/v1/create-phone-call', { key: other.apiKey, body: body(other, { contact: { phone_number: phone } }) })).status, 201);
+  });
+
+  test('a webhook schedule_call run to a listed number is refused (HookCallRejected) and writes nothing', async () => {
+    const team = await createTestTeam(api.pool);
+    const phone = calleeNumber('5690');
+    await api.request('POST', '/api/v1/do-not-call', { key: team.apiKey, body: { phone_number: phone } });
+    const deps = { pool: api.pool, temporal: env.client, config: api.config };
+    await assert.rejects(
+      scheduleHookCall(deps, { runId: randomUUID(), teamId: team.teamId, scriptId: team.scriptId, fromNumber: team.fromNumber, contact: { phone_number: phone } }),
+      (err: UseCaseError) => err.code === HOOK_CALL_REJECTED_FAILURE && err.message === 'The call could not be scheduled: Phone number is on the do-not-call list',
+    );
+    const { rows } = await api.pool.query('SELECT count(*)::int AS n FROM calls WHERE team_id = $1', [team.teamId]);
+    assert.equal(rows[0].n, 0);
   });
 
   test('retry-call of a call whose number was listed since answers 409', async () => {

@@ -30,10 +30,10 @@ export function isTerminalStatus(status: string): status is TerminalStatus {
 /**
  * Where a call is within its status (the `progress` field):
  * - scheduled: `waiting_for_scheduled_time`, `waiting_for_window` (due outside its calling
- *   window), `waiting_for_slot` (due, queued under the team ceiling), `waiting_for_dial_slot`
- *   (holding a slot, paced by the carrier rate), or `waiting_for_connection` (a web call
- *   waiting for the browser);
- * - in-progress: `dialling`, `ringing`, `in_conversation`;
+ *   window), `waiting_for_slot` (due, queued under the team ceiling), or
+ *   `waiting_for_connection` (a web call waiting for the browser);
+ * - in-progress: `waiting_for_dial_slot` (holding its slot, waiting for a dial token of its
+ *   number: carrier pacing), `dialling`, `ringing`, `in_conversation`;
  * - terminal: `analysing` (post-call analysis pending), then `done`.
  */
 export const CALL_PROGRESS = [

@@ -1,0 +1,117 @@
+// CPU time of whole process trees from /proc (Linux), for benchmarks that run the service
+// as separate processes: a postmaster and its backends, a Node process, the Temporal dev
+// server. A tree's time is every live member's user + system time plus what its exited
+// children left in their parent's cutime / cstime, so backends that come and go between
+// two readings are counted once.
+import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  /** utime + stime + cutime + cstime, in ticks. */
+  ticks: number;
+}
+
+function readStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields restart after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const field = (n: number) => Number(rest[n - 3]);
+  return { pid, ppid: field(4), ticks: field(14) + field(15) + field(16) + field(17) };
+}
+
+function allStats(): ProcStat[] {
+  const stats: ProcStat[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readStat(Number(name));
+    if (stat) stats.push(stat);
+  }
+  return stats;
+}
+
+/** CPU seconds of each named process tree right now (0 for a tree whose root is gone). */
+export function treeCpuSeconds(roots: Record<string, number>): Record<string, number> {
+  const stats = allStats();
+  const children = new Map<number, ProcStat[]>();
+  for (const s of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s]);
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const result: Record<string, number> = {};
+  for (const [name, root] of Object.entries(roots)) {
+    let ticks = 0;
+    const queue = byPid.has(root) ? [byPid.get(root)!] : [];
+    while (queue.length) {
+      const s = queue.pop()!;
+      ticks += s.ticks;
+      queue.push(...(children.get(s.pid) ?? []));
+    }
+    result[name] = ticks / TICKS_PER_SECOND;
+  }
+  return result;
+}
+
+/** Busy and total CPU seconds of the whole machine (all CPUs, every process and the kernel), from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = v[3] + (v[4] ?? 0);
+  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) / TICKS_PER_SECOND, total: total / TICKS_PER_SECOND };
+}
+
+/** The process ids whose parent is `ppid` and whose command name is `comm` (e.g. a server a library spawned). */
+export function childrenNamed(ppid: number, comm: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const text = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const own = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const stat = readStat(Number(name));
+      if (own === comm && stat?.ppid === ppid) found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** Resident memory of a process tree in MiB (VmRSS summed over the root and its descendants). */
+export function treeRssMiB(root: number): number {
+  const kids = new Map<number, number[]>();
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readStat(Number(name));
+    if (!stat) continue;
+    pids.push(stat.pid);
+    kids.set(stat.ppid, [...(kids.get(stat.ppid) ?? []), stat.pid]);
+  }
+  let kib = 0;
+  const queue = pids.includes(root) ? [root] : [];
+  while (queue.length) {
+    const pid = queue.pop()!;
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      kib += m ? Number(m[1]) : 0;
+    } catch {
+      // gone meanwhile
+    }
+    queue.push(...(kids.get(pid) ?? []));
+  }
+  return kib / 1024;
+}

@@ -12,7 +12,6 @@ import {
   appendSystemNotes,
   completeCall as completeCallRow,
   findCallById,
-  markCallInProgress as markCallInProgressRow,
   recordConversation,
   saveCallAnalysis,
   setCallProgress,
@@ -31,6 +30,7 @@ import { createRecordingStore, recordingKey } from '../src/recordings/index.js';
 import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
 import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
+import { markCallStarted } from '../src/services/callAdmission.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
 import { dialInTokenSlot, pacingKey, waitForDialToken } from './dialing.js';
 import type { ActivityDeps } from './index.js';
@@ -68,17 +68,6 @@ export function createCallActivities(deps: ActivityDeps) {
   const analyser = deps.callAnalyser ?? createCallAnalyser();
   const recordings = deps.recordings ?? createRecordingStore(deps.config);
   const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
-
-  /** scheduled → in-progress with actual_time, recording call.started with the change; the row afterwards. */
-  async function markInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<CallRecord> {
-    // Its id makes a retry record call.started once.
-    const call = await withWebhookEvents(deps, async (tx) => {
-      const row = await markCallInProgressRow(tx, input.callId, new Date(input.actualTime), input.progress);
-      return { result: row, events: row?.status === 'in-progress' ? [callEvent('call.started', row)] : [] };
-    });
-    if (!call) throw notFound(`call ${input.callId}`);
-    return call;
-  }
 
   /**
    * The dial, shared by placeCall and placePacedCall. Carrier pacing (docs/calls.md): the
@@ -178,7 +167,7 @@ export function createCallActivities(deps: ActivityDeps) {
 
     /** scheduled → in-progress with actual_time and `progress`; returns the status the call has afterwards. */
     async markCallInProgress(input: { callId: string; actualTime: string; progress: CallProgress }): Promise<{ status: string }> {
-      return { status: (await markInProgress(input)).status };
+      return { status: (await markCallStarted(deps, input.callId, new Date(input.actualTime), input.progress)).status };
     },
 
     async setCallProgress(input: { callId: string; status: string; progress: CallProgress }): Promise<void> {

@@ -12,6 +12,8 @@ import { isOnDoNotCall } from '../src/db/repositories/doNotCall.js';
 import { createDialPacer, type DialPacer, type PacingKey } from '../src/pacing/dialPacer.js';
 import { releaseSlotAndGrant } from '../src/services/callSlots.js';
 import { addCalleeToDoNotCall } from '../src/services/doNotCall.js';
+import { admitCall } from '../src/services/callAdmission.js';
+import type { CallAdmission } from '../workflows/contracts.js';
 import { scheduleRetryAttempt } from '../src/services/retries.js';
 import { notFound } from '../src/services/errors.js';
 import type { ActivityDeps } from './index.js';
@@ -138,6 +140,16 @@ export function createDialingActivities(deps: ActivityDeps) {
       await deferScheduledCall(deps.pool, input.callId, new Date(input.dialAfter), 'waiting_for_window');
       await releaseSlotAndGrant(slotDeps, input.callId);
       return { status: (await requireCall(input.callId)).status };
+    },
+
+    /**
+     * The due call's admission in one step (src/services/callAdmission.ts): its slot, then
+     * the do-not-call list, a free dial token and in-progress. Safe to repeat. `at`: the
+     * workflow's time when it asked; in-progress is stamped with it plus the time taken since.
+     */
+    async admitCall(input: { callId: string; teamId: string; at: string }): Promise<CallAdmission> {
+      const began = Date.now();
+      return admitCall({ ...deps, dialPacer: pacer }, input.teamId, input.callId, () => new Date(Date.parse(input.at) + Date.now() - began));
     },
 
     /** The dial-time check: whether the callee's number is on the team's do-not-call list now. */

@@ -37,13 +37,19 @@ import {
   type CallWorkflowState,
 } from './contracts.js';
 import { CallEventInbox, runConversation, type CallContext } from './conversation.js';
-import { msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, tryTakeDialToken, waitForCallingWindow } from './dialingPolicy.js';
+import { admitDueCall, msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, tryTakeDialToken, waitForCallingWindow } from './dialingPolicy.js';
 
 /**
  * Marks runs that check the do-not-call list and take a dial token after their slot
  * (docs/calls.md, "Dialing policy"); runs recorded before replay without them.
  */
 export const DIALING_POLICY_PATCH = 'dialing-policy-gates';
+
+/**
+ * Marks runs that take slot, do-not-call check, dial token and in-progress in one local
+ * activity (admitCall); runs recorded before replay the four steps they recorded.
+ */
+export const ADMIT_CALL_PATCH = 'admit-call-in-one-step';
 
 /**
  * A waiting call asks again this long after it last asked, even without its slotGranted
@@ -113,7 +119,14 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   let mediaTaskQueue: string | undefined;
   let dialTokenAt: string | undefined;
   let waitForDialToken = false;
-  if (input.type !== 'web') {
+  let inProgress = false;
+  if (input.type !== 'web' && patched(ADMIT_CALL_PATCH)) {
+    const admitted = await admitPhoneCall();
+    if (admitted.outcome !== 'started') return admitted.result;
+    ({ dialTokenAt, waitForDialToken } = admitted);
+    inProgress = true;
+  } else if (input.type !== 'web') {
+    // Runs recorded before ADMIT_CALL_PATCH: slot, do-not-call check, dial token, each its own step.
     for (;;) {
       // Outside its window the call waits, passed over by the slot line; cancel-call ends the wait.
       await waitForCallingWindow(input, () => cancelRequested);
@@ -176,18 +189,20 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     mediaTaskQueue = events.takeThrough('answered')?.media_task_queue;
   }
 
-  // 3. In progress, timed after the grant: the workflow's clock has moved past the request
-  // (a local activity advances it by its run time), so no two calls' [actual_time, end_time)
-  // overlap beyond the ceiling. A call cancelled meanwhile stays cancelled and gives its
-  // slot to the next call in line.
-  const started = await db.markCallInProgress({
-    callId: input.callId,
-    actualTime: new Date(Date.now()).toISOString(),
-    progress: input.type === 'web' ? 'in_conversation' : waitForDialToken ? 'waiting_for_dial_slot' : 'dialling',
-  });
-  if (started.status !== 'in-progress') {
-    if (holdsSlot) await db.releaseCallSlot({ callId: input.callId });
-    return endedBeforeStart(started.status);
+  // 3. In progress (an admitted phone call already is), timed after the grant: the workflow's
+  // clock has moved past the request (a local activity advances it by its run time), so no two
+  // calls' [actual_time, end_time) overlap beyond the ceiling. A call cancelled meanwhile stays
+  // cancelled and gives its slot to the next call in line.
+  if (!inProgress) {
+    const started = await db.markCallInProgress({
+      callId: input.callId,
+      actualTime: new Date(Date.now()).toISOString(),
+      progress: input.type === 'web' ? 'in_conversation' : waitForDialToken ? 'waiting_for_dial_slot' : 'dialling',
+    });
+    if (started.status !== 'in-progress') {
+      if (holdsSlot) await db.releaseCallSlot({ callId: input.callId });
+      return endedBeforeStart(started.status);
+    }
   }
   setStatus('in-progress');
   state.phase = 'in_call';
@@ -220,6 +235,47 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   };
   const outcome = await runConversation(ctx);
   return finish(outcome);
+
+  /**
+   * 2. A phone call's way to in-progress: it waits for its calling window, then asks to be
+   * admitted (admitCall: its slot, the do-not-call list, a free dial token, in-progress, in
+   * one step); in line, it waits for its one slotGranted signal and asks again. A grant that
+   * comes after the window closed goes to the next call in line (the wait for the window
+   * hands it on).
+   */
+  async function admitPhoneCall(): Promise<
+    { outcome: 'started'; dialTokenAt?: string; waitForDialToken: boolean } | { outcome: 'ended'; result: CallWorkflowResult }
+  > {
+    for (;;) {
+      // Outside its window the call waits, passed over by the slot line; cancel-call ends the wait.
+      await waitForCallingWindow(input, () => cancelRequested);
+      state.phase = 'waiting_for_slot';
+      for (;;) {
+        // Reset before asking: a grant that arrives while the request runs is not lost.
+        slotGranted = false;
+        const admission = await admitDueCall(input);
+        if (admission.outcome === 'started') return admission;
+        if (admission.outcome === 'not_scheduled') return { outcome: 'ended', result: endedBeforeStart(admission.status) };
+        if (admission.outcome === 'do_not_call') {
+          await db.appendSystemNotes({
+            callId: input.callId,
+            startIndex: 0,
+            notes: [{ at: new Date(Date.now()).toISOString(), kind: 'do_not_call', text: 'The number is on the do-not-call list: the call was not placed.' }],
+          });
+          return { outcome: 'ended', result: await finish({ status: 'failed', endReason: 'do_not_call' }) };
+        }
+        // Waiting in line lasts at most until the window closes: then the call leaves the line.
+        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(SLOT_RECHECK_MS, msUntilWindowCloses(input))));
+        if (msUntilWindowCloses(input) <= 0) break;
+        // Granted (or cancelled): asking again takes the slot (or ends the call).
+        if (slotGranted || cancelRequested) continue;
+        if (workflowInfo().continueAsNewSuggested) {
+          await condition(allHandlersFinished);
+          await continueAsNew<typeof callWorkflow>(input, { due: true });
+        }
+      }
+    }
+  }
 
   /**
    * 4. The one terminal status, then post-call analysis a few seconds later. A retry the

@@ -100,6 +100,20 @@ export type CallEvent =
   | { type: 'transcript'; role: 'agent' | 'user'; text: string; event_id?: string; occurred_at?: string }
   | { type: 'ended'; reason: string; event_id?: string; occurred_at?: string };
 
+/** What a due phone call's admission answers (admitCall, src/services/callAdmission.ts). */
+export type CallAdmission =
+  /** In line for a slot: a release grants it and wakes the call with one slotGranted signal. */
+  | { outcome: 'waiting' }
+  /** Cancelled or ended meanwhile; a slot it held went to the next call in line. */
+  | { outcome: 'not_scheduled'; status: string }
+  /** Its number is on the team's do-not-call list: it holds its slot and must not be dialled. */
+  | { outcome: 'do_not_call'; phoneNumber: string }
+  /**
+   * In progress since `actualTime`, holding its slot, with a dial token taken at
+   * `dialTokenAt`, or none (`waitForDialToken`: the dial activity waits for one).
+   */
+  | { outcome: 'started'; actualTime: string; dialTokenAt?: string; waitForDialToken: boolean };
+
 /** A provider event for the call. */
 export const callEventSignal = defineSignal<[CallEvent]>('callEvent');
 /** The call row was cancelled (cancel-call): stop waiting and end. */

@@ -16,7 +16,7 @@ import { condition, proxyActivities, proxyLocalActivities } from '@temporalio/wo
 import type { DialingActivities, DialTokenResult } from '../activities/dialing.js';
 import { nextWindowClosing, nextWindowOpening, type CallingWindow } from '../src/domain/callingWindows.js';
 import { retryDelaySeconds } from '../src/domain/retryPolicy.js';
-import { NOT_FOUND_FAILURE, type CallWorkflowInput } from './contracts.js';
+import { NOT_FOUND_FAILURE, type CallAdmission, type CallWorkflowInput } from './contracts.js';
 
 // Row writes and lookups: short, retried until they succeed.
 const rows = proxyLocalActivities<DialingActivities>({
@@ -58,6 +58,14 @@ export function msUntilWindowCloses(input: CallWorkflowInput): number {
   if (!w) return Number.POSITIVE_INFINITY;
   const now = Date.now();
   return nextWindowClosing(now, w.window, w.timeZone) - now;
+}
+
+/**
+ * The call's admission in one local activity (one marker naming each gate's answer): its
+ * slot, then the do-not-call list, a free dial token and in-progress (src/services/callAdmission.ts).
+ */
+export async function admitDueCall(input: CallWorkflowInput): Promise<CallAdmission> {
+  return rows.admitCall({ callId: input.callId, teamId: input.teamId, at: new Date(Date.now()).toISOString() });
 }
 
 /** The dial-time do-not-call check (a local activity: a marker in the history with its answer). */

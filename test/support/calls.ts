@@ -83,6 +83,18 @@ export function historyStep(e: HistoryEvent): string | undefined {
   return undefined;
 }
 
+/** The results of the local activities of type `type` in a history, in order (their markers' payloads). */
+export function localActivityResults(history: History, type: string): unknown[] {
+  const results: unknown[] = [];
+  for (const e of history.events ?? []) {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity' || historyStep(e) !== type) continue;
+    const data = marker.details?.result?.payloads?.[0]?.data;
+    results.push(data ? JSON.parse(Buffer.from(data).toString()) : undefined);
+  }
+  return results;
+}
+
 /** The steps of a history in order (historyStep of each event that is one). */
 export function historySteps(history: History): string[] {
   return (history.events ?? []).map(historyStep).filter((s): s is string => s !== undefined);

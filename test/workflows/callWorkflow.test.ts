@@ -22,17 +22,18 @@ import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.
 import { countedSlots, countLiveSlots, grantFreeSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
-import { callEventSignal, callWorkflowId, type CallWorkflowResult } from '../../workflows/contracts.js';
+import { callEventSignal, callWorkflowId, type CallAdmission, type CallWorkflowResult } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, calleeNumber, historySteps, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+import { callResultOrStuck, callRow, callTestConfig, calleeNumber, historySteps, localActivityResults, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
 // RECORD_CALL_HISTORIES=1 re-records them from this run (only when the workflow changes on
 // purpose in a way that old runs cannot replay).
 const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'callHistories');
-const RECORD = process.env.RECORD_CALL_HISTORIES === '1';
+// RECORD_CALL_HISTORIES=1 records every one; a comma-separated list of names records those.
+const RECORD = process.env.RECORD_CALL_HISTORIES ?? '';
 
 let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
@@ -64,7 +65,7 @@ async function schedule(team: TestTeam, lastFour: string, extra: { scheduledTime
 
 /** With RECORD_CALL_HISTORIES=1: keeps the closed call's history for the replay test. */
 async function record(callId: string, name: string): Promise<void> {
-  if (!RECORD) return;
+  if (RECORD !== '1' && !RECORD.split(',').includes(name)) return;
   mkdirSync(HISTORIES_DIR, { recursive: true });
   const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
   writeFileSync(path.join(HISTORIES_DIR, `call-${name}.bin`), History.encode(history).finish());
@@ -227,7 +228,8 @@ describe('call workflow: the concurrency ceiling', () => {
     assert.deepEqual(granted.slice(0, 2), [0, 0], 'the first two never waited');
     for (const n of granted.slice(2)) assert.ok(n <= 1, `one wake-up at most: ${granted}`);
     assert.ok(granted.slice(2).filter((n) => n === 1).length >= 2, `the calls that waited were woken by their grant: ${granted}`);
-    await record(calls[4].callId, 'waited-for-a-slot');
+    // call-waited-for-a-slot.bin is the same call recorded before ADMIT_CALL_PATCH.
+    await record(calls[4].callId, 'admitted-waited-for-a-slot');
   });
 
   test('a wake-up that never arrived is sent again by the reconciler: the waiting call starts long before its own re-check', async () => {
@@ -252,13 +254,17 @@ describe('call workflow: history', () => {
     const team = await createTestTeam(pool);
     const call = await schedule(team, '8642');
     assert.equal((await result(call.callId)).status, 'completed');
-    await record(call.callId, 'completed-script');
+    // call-completed-script.bin is the same call recorded before ADMIT_CALL_PATCH.
+    await record(call.callId, 'admitted-completed-script');
     const history = await plain.workflow.getHandle(callWorkflowId(call.callId)).fetchHistory();
     const events = history.events ?? [];
     assert.deepEqual(
       historySteps(history).filter((s) => !s.startsWith('timer')),
-      ['requestCallSlot', 'checkDoNotCall', 'tryDialToken', 'markCallInProgress', 'placeCall', 'recordConversation', 'completeCall', 'analyseCall'],
+      ['admitCall', 'placeCall', 'recordConversation', 'completeCall', 'analyseCall'],
     );
+    const [admission] = localActivityResults(history, 'admitCall') as CallAdmission[];
+    assert.equal(admission.outcome, 'started', 'slot, do-not-call list and dial token passed in one step');
+    assert.ok(admission.outcome === 'started' && admission.dialTokenAt && !admission.waitForDialToken, JSON.stringify(admission));
     assert.equal(events.filter((e) => e.workflowPropertiesModifiedEventAttributes).length, 7, 'each script step shows in the history');
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0, 'no activity task: every row write is local');
     assert.ok(events.length <= 50, `${events.length} events`);

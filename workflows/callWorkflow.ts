@@ -52,10 +52,16 @@ export const DIALING_POLICY_PATCH = 'dialing-policy-gates';
 export const ADMIT_CALL_PATCH = 'admit-call-in-one-step';
 
 /**
- * A waiting call asks again this long after it last asked, even without its slotGranted
- * signal: the last resort (the reconciler re-sends a lost signal within about a minute).
+ * A call waiting in line asks again this long after it last asked, even without its
+ * slotGranted signal: the last resort (the reconciler re-sends a lost signal within about a
+ * minute). Long, and spread over a further SLOT_RECHECK_SPREAD_MS per call (the workflow's
+ * deterministic random), so a campaign's waiting calls never ask all at once: 5,000 calls
+ * asking together at ten minutes stalled every start for minutes (docs/benchmarks.md).
  */
-export const SLOT_RECHECK_MS = 10 * 60_000;
+export const SLOT_RECHECK_MS = 60 * 60_000;
+export const SLOT_RECHECK_SPREAD_MS = 30 * 60_000;
+/** The re-check of runs recorded before ADMIT_CALL_PATCH. */
+const RECORDED_SLOT_RECHECK_MS = 10 * 60_000;
 /** A web call nobody connects to within this long ends failed / not_connected (docs/web-calls.md). */
 export const WEB_CONNECT_TIMEOUT_MS = 2 * 60_000;
 /** Post-call analysis runs this long after the terminal status, never before. */
@@ -141,7 +147,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
         }
         if (slot.outcome === 'not_scheduled') return endedBeforeStart(slot.status);
         // Waiting in line lasts at most until the window closes: then the call leaves the line.
-        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(SLOT_RECHECK_MS, msUntilWindowCloses(input))));
+        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(RECORDED_SLOT_RECHECK_MS, msUntilWindowCloses(input))));
         // The grant is committed before its signal is sent: nothing to ask again.
         if (slotGranted && !cancelRequested) {
           holdsSlot = true;
@@ -265,7 +271,8 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
           return { outcome: 'ended', result: await finish({ status: 'failed', endReason: 'do_not_call' }) };
         }
         // Waiting in line lasts at most until the window closes: then the call leaves the line.
-        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(SLOT_RECHECK_MS, msUntilWindowCloses(input))));
+        const recheckMs = SLOT_RECHECK_MS + Math.floor(Math.random() * SLOT_RECHECK_SPREAD_MS);
+        await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(recheckMs, msUntilWindowCloses(input))));
         if (msUntilWindowCloses(input) <= 0) break;
         // Granted (or cancelled): asking again takes the slot (or ends the call).
         if (slotGranted || cancelRequested) continue;

@@ -42,6 +42,11 @@ export const configSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('voice-agent'),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  // The service worker's tuning (docs/calls.md, "Worker tuning"): threads that run workflow
+  // code, and workflow tasks and local activities in flight at once.
+  WORKER_WORKFLOW_THREADS: positiveInt.max(16, 'must be at most 16').default(1),
+  WORKER_MAX_WORKFLOW_TASKS: positiveInt.default(40),
+  WORKER_MAX_LOCAL_ACTIVITIES: positiveInt.default(100),
   TEMPORAL_CLI_PATH: z.string().min(1).default(path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal')),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   TRUST_PROXY: booleanFlag.default(false),

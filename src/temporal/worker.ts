@@ -41,6 +41,9 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
     workflowBundle: await workflowBundle(),
     activities: createActivities(opts.deps),
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
+    workflowThreadPoolSize: opts.deps.config.WORKER_WORKFLOW_THREADS,
+    maxConcurrentWorkflowTaskExecutions: opts.deps.config.WORKER_MAX_WORKFLOW_TASKS,
+    maxConcurrentLocalActivityExecutions: opts.deps.config.WORKER_MAX_LOCAL_ACTIVITIES,
   });
 }
 

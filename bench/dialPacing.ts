@@ -28,7 +28,7 @@ import { scheduleCall } from '../src/services/calls.js';
 import { startDevServer } from '../src/temporal/devServer.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { RedisServer } from '../test/support/redisServer.js';
-import { benchConfig, benchTempDir, runBenchmark, startBenchPostgres } from './support/environment.js';
+import { benchConfig, benchTempDir, runBenchmark, startBenchPostgres, waitForNamespace } from './support/environment.js';
 import { out } from './support/stats.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -87,15 +87,7 @@ async function main(): Promise<void> {
     await migrate(pool);
     connection = await Connection.connect({ address: dev.address });
     const client = new Client({ connection });
-    for (let i = 0; ; i++) {
-      try {
-        await client.workflowService.describeNamespace({ namespace: 'default' });
-        break;
-      } catch (err) {
-        if (i > 50) throw err;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    await waitForNamespace(client);
     const dials: Dial[] = [];
     const env: NodeJS.ProcessEnv = {
       ...process.env,

@@ -100,6 +100,19 @@ export function undialledTemporalClient(): Client {
 }
 
 /** Settings of a bench that serves the API: rate limits off, any free port on 127.0.0.1. */
+/** Waits until a dev server's namespace answers (the server takes connections before it is ready). */
+export async function waitForNamespace(client: Client, namespace = 'default'): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await client.workflowService.describeNamespace({ namespace });
+      return;
+    } catch (err) {
+      if (i > 50) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 export const API_BENCH_SETTINGS = { RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1' } as const;
 
 /** The configuration from the environment, on `databaseUrl`, silent, with `overrides`. */

@@ -167,14 +167,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
       }
       if (!patched(DIALING_POLICY_PATCH)) break;
       // Checked again at dial time: a number listed since the call was scheduled is never dialled.
-      if (await onDoNotCallList(input)) {
-        await db.appendSystemNotes({
-          callId: input.callId,
-          startIndex: 0,
-          notes: [{ at: new Date(Date.now()).toISOString(), kind: 'do_not_call', text: 'The number is on the do-not-call list: the call was not placed.' }],
-        });
-        return finish({ status: 'failed', endReason: 'do_not_call' });
-      }
+      if (await onDoNotCallList(input)) return endOnDoNotCall();
       // First a slot, then a dial token of the caller number (carrier pacing): a free one now,
       // else the dial activity waits for one (progress waiting_for_dial_slot) and dials inside its slot.
       const token = await tryTakeDialToken(input);
@@ -262,14 +255,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
         const admission = await admitDueCall(input);
         if (admission.outcome === 'started') return admission;
         if (admission.outcome === 'not_scheduled') return { outcome: 'ended', result: endedBeforeStart(admission.status) };
-        if (admission.outcome === 'do_not_call') {
-          await db.appendSystemNotes({
-            callId: input.callId,
-            startIndex: 0,
-            notes: [{ at: new Date(Date.now()).toISOString(), kind: 'do_not_call', text: 'The number is on the do-not-call list: the call was not placed.' }],
-          });
-          return { outcome: 'ended', result: await finish({ status: 'failed', endReason: 'do_not_call' }) };
-        }
+        if (admission.outcome === 'do_not_call') return { outcome: 'ended', result: await endOnDoNotCall() };
         // Waiting in line lasts at most until the window closes: then the call leaves the line.
         const recheckMs = SLOT_RECHECK_MS + Math.floor(Math.random() * SLOT_RECHECK_SPREAD_MS);
         await condition(() => slotGranted || cancelRequested, Math.max(1, Math.min(recheckMs, msUntilWindowCloses(input))));
@@ -282,6 +268,16 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
         }
       }
     }
+  }
+
+  /** A listed number is never dialled: the call ends failed / do_not_call, with a System Note saying why. */
+  async function endOnDoNotCall(): Promise<CallWorkflowResult> {
+    await db.appendSystemNotes({
+      callId: input.callId,
+      startIndex: 0,
+      notes: [{ at: new Date(Date.now()).toISOString(), kind: 'do_not_call', text: 'The number is on the do-not-call list: the call was not placed.' }],
+    });
+    return finish({ status: 'failed', endReason: 'do_not_call' });
   }
 
   /**

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../../src/db/pool.js';
-import { insertCall } from '../../src/db/repositories/calls.js';
 import {
   countedSlots,
   countLiveSlots,
@@ -15,14 +14,10 @@ import {
   requestCallSlot,
   tryAcquireSessionSlot,
 } from '../../src/db/repositories/concurrencySlots.js';
-import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
-import { insertScript } from '../../src/db/repositories/scripts.js';
-import { insertTeam } from '../../src/db/repositories/teams.js';
-import { DEMO_SCRIPT } from '../../src/domain/scripts/demoScript.js';
 import { testPool } from '../support/app.js';
+import { insertCallRowTeam, insertPhoneCalls, type CallRowTeam } from '../support/callRows.js';
 
 let pool: Pool;
-let numberSeq = 0;
 
 before(async () => {
   pool = await testPool();
@@ -32,39 +27,10 @@ after(async () => {
   await pool.end();
 });
 
-interface Team {
-  id: string;
-  scriptId: string;
-}
-
-async function team(maxConcurrent: number): Promise<Team> {
-  const t = await insertTeam(pool, { name: 'slots', maxConcurrent });
-  const script = await insertScript(pool, { teamId: t.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
-  return { id: t.id, scriptId: script.id };
-}
+const team = (maxConcurrent: number) => insertCallRowTeam(pool, maxConcurrent);
 
 /** `n` phone calls of the team scheduled at `at` (default: a minute ago), in creation order. */
-async function calls(t: Team, n: number, at = new Date(Date.now() - 60_000)): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    numberSeq += 1;
-    const phone = `+1415${String(200 + (process.pid % 700)).padStart(3, '0')}${String(1000 + numberSeq).padStart(4, '0')}`;
-    const { contact } = await upsertContactByPhone(pool, t.id, { phone_number: phone, first_name: 'Slot' });
-    const { call } = await insertCall(pool, {
-      id: randomUUID(),
-      teamId: t.id,
-      contactId: contact.id,
-      scriptId: t.scriptId,
-      type: 'outbound',
-      fromNumber: '+12125550100',
-      toNumber: phone,
-      scheduledTime: at,
-      progress: 'waiting_for_scheduled_time',
-    });
-    ids.push(call.id);
-  }
-  return ids;
-}
+const calls = (t: CallRowTeam, n: number, at?: Date) => insertPhoneCalls(pool, t, n, { at });
 
 async function end(callId: string): Promise<void> {
   await pool.query(`UPDATE calls SET status = 'completed', end_reason = 'agent_hangup', end_time = now(), progress = 'analysing' WHERE id = $1`, [callId]);

@@ -3,22 +3,17 @@
 // leaving the rows as the call workflow expects, and a repeat changing nothing.
 // No case here wakes another call, so no Temporal client is needed (the deps carry none).
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../../src/db/pool.js';
-import { findCallById, insertCall } from '../../src/db/repositories/calls.js';
+import { findCallById } from '../../src/db/repositories/calls.js';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
-import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
-import { insertScript } from '../../src/db/repositories/scripts.js';
-import { insertTeam } from '../../src/db/repositories/teams.js';
-import { DEMO_SCRIPT } from '../../src/domain/scripts/demoScript.js';
 import { createDialPacer } from '../../src/pacing/dialPacer.js';
 import { admitCall, type CallAdmissionDeps } from '../../src/services/callAdmission.js';
 import { testConfig, testPool } from '../support/app.js';
+import { insertCallRowTeam, insertPhoneCalls } from '../support/callRows.js';
 
 let pool: Pool;
 let deps: CallAdmissionDeps;
-let numberSeq = 0;
 const FROM = '+12125550100';
 
 before(async () => {
@@ -36,28 +31,9 @@ after(async () => {
   await pool.end();
 });
 
-async function teamWithCalls(maxConcurrent: number, n: number, from = FROM): Promise<{ teamId: string; calls: string[] }> {
-  const team = await insertTeam(pool, { name: 'admission', maxConcurrent });
-  const script = await insertScript(pool, { teamId: team.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
-  const calls: string[] = [];
-  for (let i = 0; i < n; i++) {
-    numberSeq += 1;
-    const phone = `+1415${String(200 + (process.pid % 700)).padStart(3, '0')}${String(5000 + numberSeq).padStart(4, '0')}`;
-    const { contact } = await upsertContactByPhone(pool, team.id, { phone_number: phone, first_name: 'Admit' });
-    const { call } = await insertCall(pool, {
-      id: randomUUID(),
-      teamId: team.id,
-      contactId: contact.id,
-      scriptId: script.id,
-      type: 'outbound',
-      fromNumber: from,
-      toNumber: phone,
-      scheduledTime: new Date(Date.now() - 60_000),
-      progress: 'waiting_for_scheduled_time',
-    });
-    calls.push(call.id);
-  }
-  return { teamId: team.id, calls };
+async function teamWithCalls(maxConcurrent: number, n: number, from?: string): Promise<{ teamId: string; calls: string[] }> {
+  const team = await insertCallRowTeam(pool, maxConcurrent);
+  return { teamId: team.id, calls: await insertPhoneCalls(pool, team, n, { from }) };
 }
 
 const row = async (callId: string) => (await findCallById(pool, callId))!;

@@ -1,7 +1,9 @@
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
+import { inspect } from 'node:util';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogEntry, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/index.js';
+import { redactCredentials, redactLogValue } from '../logging/redaction.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { webhookTaskQueue } from '../../workflows/contracts.js';
@@ -11,11 +13,21 @@ export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 let bundlePromise: Promise<WorkflowBundle> | undefined;
 let runtimeInstalled = false;
 
+/**
+ * The SDK's default line on stderr, redacted like the project's own logs: activity and
+ * workflow failures carry error messages, and workflow `log` calls their attributes.
+ */
+export function writeTemporalLog(entry: LogEntry, write: (line: string) => void = (line) => process.stderr.write(line)): void {
+  const time = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
+  const meta = entry.meta === undefined ? '' : ` ${inspect(redactLogValue(entry.meta), { breakLength: Infinity, depth: 6 })}`;
+  write(`${time} [${entry.level}] ${redactCredentials(entry.message)}${meta}\n`);
+}
+
 /** Routes the SDK's own logs (webpack, worker state) through one level; call before connecting. */
 export function installTemporalRuntime(level: LogLevel = 'WARN'): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  Runtime.install({ logger: new DefaultLogger(level, (entry) => writeTemporalLog(entry)) });
 }
 
 /** The workflow bundle, built once per process (webpack is slow on two cores). */

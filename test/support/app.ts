@@ -12,7 +12,7 @@ import { insertApiKey } from '../../src/db/repositories/apiKeys.js';
 import { addPhoneNumber } from '../../src/db/repositories/phoneNumbers.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { insertTeam } from '../../src/db/repositories/teams.js';
-import { createLogger } from '../../src/logging/logger.js';
+import { createLogger, type Logger } from '../../src/logging/logger.js';
 import { startApi, type RunningApi } from '../../src/server.js';
 import type { ListContactsAddedListener } from '../../src/services/lists.js';
 import type { HostResolver } from '../../src/webhooks/addresses.js';
@@ -63,10 +63,12 @@ export async function startTestApi(opts: {
   routes?: RouteDefinition[];
   listContactsAdded?: ListContactsAddedListener;
   resolveHost?: HostResolver;
+  /** The app's logger (default: LOG_LEVEL to stdout); a test reading the logs passes one writing to a stream. */
+  logger?: Logger;
 }): Promise<TestApi> {
   const pool = await testPool();
   const config = testConfig(opts.config);
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const api = await startApi({ config, pool, temporal: opts.temporal, logger, redis: opts.redis, port: 0, routes: opts.routes, listContactsAdded: opts.listContactsAdded, resolveHost: opts.resolveHost });
   const url = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
   return {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../logging/logger.js';
+import { redactPath } from '../../logging/redaction.js';
 
 /** Gives each request an id (echoed as X-Request-Id) and a child logger carrying it. */
 export function requestContext(logger: Logger): Middleware {
@@ -15,7 +16,8 @@ export function requestContext(logger: Logger): Middleware {
       await next();
     } finally {
       ctx.state.log.info(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), teamId: ctx.state.auth?.teamId },
+        // A hook's path holds its bearer token: the log keeps its last 4 characters.
+        { method: ctx.method, path: redactPath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started), teamId: ctx.state.auth?.teamId },
         'request',
       );
     }

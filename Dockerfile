@@ -34,6 +34,8 @@ COPY workflows ./workflows
 COPY activities ./activities
 
 USER node
-ENV PORT=3000
+# Inside a container the API must accept connections from the container network; the
+# service's own default (127.0.0.1) keeps a bare `npm run api` on one machine private.
+ENV PORT=3000 HOST=0.0.0.0
 EXPOSE 3000
 CMD ["npm", "run", "--silent", "api"]

@@ -15,7 +15,7 @@ export interface Database {
 
 /** DATABASE_URL when set, otherwise the embedded Postgres of DATA_DIR; migrated. */
 export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres(config.DATA_DIR);
+  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_POSTGRES_PASSWORD);
   const url = config.DATABASE_URL ?? embedded!.url;
   const pool = createPool(url, config.DATABASE_POOL_SIZE);
   try {

@@ -1,7 +1,8 @@
 // `npm start`: everything on one machine. Postgres (embedded unless DATABASE_URL), a
 // Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the worker, the API and
 // the media edge (browser calls with real audio; docs/media-edge.md).
-import { loadConfig, ConfigError, recordingsDir } from './config/index.js';
+import { loadConfig, ConfigError, recordingsDir, type Config } from './config/index.js';
+import { ensureLocalSecrets } from './config/localSecrets.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { loadMediaEdgeConfig, type MediaEdgeConfig } from './mediaEdge/server.js';
@@ -14,17 +15,15 @@ import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js
 // Local defaults so web calling works out of the box (docs/web-calls.md); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
 process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
-process.env.MEDIA_EDGE_SECRET ??= 'local-media-edge-secret-change-me';
-// Recording links (docs/media-edge.md, "Recordings") work locally too; unset in production = links answer 500.
-process.env.RECORDING_LINK_SECRET ??= 'local-recording-link-secret-change-me';
-// Event webhooks may target a receiver on this machine (docs/event-webhooks.md); production leaves it false.
-process.env.WEBHOOK_ALLOW_PRIVATE_URLS ??= 'true';
 
 async function main(): Promise<void> {
+  // Secrets the environment leaves unset are generated once into the data folder (0600) and
+  // reused: the media edge's, recording links' and the database encryption key (docs/security.md).
+  const secrets = ensureLocalSecrets(loadConfig().DATA_DIR);
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   // Checked before anything starts: a missing speech engine stops start-up naming the variable.
-  const speech = createSpeechEngines({ TTS_PROVIDER: process.env.TTS_PROVIDER, STT_PROVIDER: process.env.STT_PROVIDER });
+  const speech = createSpeechEngines(process.env);
   installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
@@ -41,9 +40,11 @@ async function main(): Promise<void> {
     ? await startVoiceEdge({ config: edgeConfig, logger, speech, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
     : undefined;
 
-  const base = `http://127.0.0.1:${api.port}`;
+  const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${api.port}`;
   process.stdout.write(
     [
+      `Listening    ${describeBinding(config)}`,
+      `Secrets      ${secrets.generated.length ? `generated ${secrets.generated.join(', ')} into` : 'unset ones kept in'} ${secrets.file} (owner only)`,
       `API          ${base}/api/v1`,
       `Health       ${base}/api/v1/health`,
       `OpenAPI      ${base}/api/v1/openapi.json`,
@@ -73,6 +74,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+function describeBinding(config: Config): string {
+  if (config.HOST === '127.0.0.1' || config.HOST === 'localhost' || config.HOST === '::1') {
+    return `${config.HOST} only: other machines cannot reach the API (set HOST=0.0.0.0 to accept them)`;
+  }
+  return `${config.HOST}: the API accepts connections from other machines (HOST)`;
 }
 
 /** Whether MEDIA_EDGE_WS_URL names this machine, or the edge is told where to listen. */

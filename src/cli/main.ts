@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { ensureLocalSecrets } from '../config/localSecrets.js';
 import { openDatabase, openTemporal, type Database, type Temporal } from '../infrastructure.js';
 import { createLogger } from '../logging/logger.js';
 import { UseCaseError } from '../services/errors.js';
@@ -21,8 +22,20 @@ function usage(commands: CliCommand[]): string {
     for (const [name, o] of Object.entries(c.options ?? {})) lines.push(`      --${name.padEnd(16)} ${o.description}`);
   }
   lines.push('', 'Global options:', '  --json             print exactly one JSON object on stdout', '  --help             this text');
-  lines.push('', 'Environment: DATABASE_URL (else the embedded Postgres of DATA_DIR), TEMPORAL_ADDRESS, DEFAULT_PHONE_REGION.');
+  lines.push('', 'Environment: DATABASE_URL (else the embedded Postgres of DATA_DIR, with the secrets of DATA_DIR/secrets.json), TEMPORAL_ADDRESS, DEFAULT_PHONE_REGION, SECRETS_ENCRYPTION_KEY.');
   return lines.join('\n');
+}
+
+/**
+ * On the embedded database the CLI is part of the local install: it shares `npm start`'s
+ * generated secrets (the key that encrypts hook secrets among them), generating them first
+ * when it runs before the service ever did. With DATABASE_URL they come from the environment.
+ */
+function loadCliConfig(): Config {
+  const config = loadConfig();
+  if (config.DATABASE_URL) return config;
+  ensureLocalSecrets(config.DATA_DIR);
+  return loadConfig();
 }
 
 function findCommand(commands: CliCommand[], argv: string[]): { command: CliCommand; rest: string[] } | undefined {
@@ -84,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     throw new CliError(`${(err as Error).message}\nUsage: ${command.name} ${Object.keys(command.options ?? {}).map((o) => `--${o}`).join(' ')}`);
   }
-  const ctx = createContext(loadConfig());
+  const ctx = createContext(loadCliConfig());
   try {
     const result = await command.run(ctx, { options: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals });
     process.stdout.write(`${json ? JSON.stringify(result) : command.text(result)}\n`);

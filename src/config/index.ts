@@ -32,11 +32,14 @@ const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must b
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(3000),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  // Only this machine unless told otherwise (docs/security.md); containers set 0.0.0.0.
+  HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default(path.join(PROJECT_ROOT, '.data')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATABASE_POOL_SIZE: positiveInt.default(10),
+  // The embedded Postgres's password; unset = generated into DATA_DIR/secrets.json (localSecrets.ts).
+  EMBEDDED_POSTGRES_PASSWORD: z.string().min(16, 'must be at least 16 characters').optional(),
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('voice-agent'),

@@ -2,6 +2,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const SHA256_BYTES = 32;
 
+/**
+ * How a signed hook's requests are signed: `x-webhook-signature` (the default: the HMAC of the
+ * body in X-Webhook-Signature, below) or `standard-webhooks` (webhook-id, webhook-timestamp and
+ * webhook-signature over all three; webhookSignatures.ts), which refuses stale timestamps.
+ */
+export const HOOK_SIGNATURE_SCHEMES = ['x-webhook-signature', 'standard-webhooks'] as const;
+export type HookSignatureScheme = (typeof HOOK_SIGNATURE_SCHEMES)[number];
+
 /** The hex HMAC-SHA256 of the exact body bytes under a hook's secret (what senders put in X-Webhook-Signature). */
 export function signWebhookBody(secret: string, rawBody: Buffer | string): string {
   return createHmac('sha256', secret).update(rawBody).digest('hex');

@@ -1,20 +1,20 @@
 /**
- * Recordings in an S3-compatible object store (AWS S3, MinIO, ...), over the S3 REST API:
- * PUT, GET (with Range), HEAD and DELETE Object, signed with AWS Signature Version 4.
- * Path-style (`<endpoint>/<bucket>/<key>`, what MinIO wants) or virtual-hosted-style
+ * Recordings in an S3-compatible object store (AWS S3, MinIO, ...) through the official
+ * client, `@aws-sdk/client-s3`: PutObject, GetObject (with Range), HeadObject and
+ * DeleteObject, signed with AWS Signature Version 4 by the SDK. Path-style
+ * (`<endpoint>/<bucket>/<key>`, what MinIO wants) or virtual-hosted-style
  * (`<bucket>.<endpoint host>/<key>`, the AWS default) addressing.
  */
-import http, { type IncomingMessage } from 'node:http';
+import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import type { GetObjectCommandOutput, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { assertRecordingKey } from './keys.js';
-import { signRequest, sha256Hex, uriEncode, UNSIGNED_PAYLOAD, type SigningCredentials } from './sigv4.js';
 import { RangeNotSatisfiableError, rangeHeader, type ByteRange, type RecordingStore, type StoredObject } from './store.js';
 
 export interface S3StoreOptions {
-  /** e.g. http://minio:9000; default https://s3.<region>.amazonaws.com. */
+  /** e.g. http://minio:9000; default: AWS's S3 endpoint of `region`. */
   endpoint?: string;
   bucket: string;
   region: string;
@@ -28,144 +28,157 @@ export interface S3StoreOptions {
   lookup?: LookupFunction;
 }
 
-/** An error answer of S3: its status and XML Code (SignatureDoesNotMatch, NoSuchBucket, ...). */
+/** Options of one write. */
+export interface S3PutOptions {
+  /** Write only if no object has the key (`If-None-Match: *`); otherwise S3 answers 412 PreconditionFailed. */
+  ifAbsent?: boolean;
+}
+
+/** An error answer of S3: its status and code (SignatureDoesNotMatch, NoSuchBucket, PreconditionFailed, ...). */
 export class S3Error extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(`S3 ${status} ${code}: ${message}`);
+    super(`S3 ${status} ${code}: ${message}`, options);
     this.name = 'S3Error';
   }
 }
 
-/** The text of the first <tag> element of an S3 XML body. */
-function xmlField(xml: string, tag: string): string | undefined {
-  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
-  return m?.[1].replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+/** The recording store over S3, plus the conditional write the store's callers may build on. */
+export interface S3RecordingStore extends RecordingStore {
+  readonly kind: 's3';
+  put(key: string, body: Buffer | Readable, contentType: string, size?: number, options?: S3PutOptions): Promise<void>;
 }
 
-async function readAll(stream: Readable, limit = 64 * 1024 * 1024 * 1024): Promise<Buffer> {
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+let sdk: Promise<S3Sdk> | undefined;
+/**
+ * The SDK is loaded on first use: it takes about a quarter of a second and 20 MB to load,
+ * which processes on the local store (the default) never need to pay.
+ */
+const loadSdk = (): Promise<S3Sdk> => (sdk ??= import('@aws-sdk/client-s3'));
+
+async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of stream) {
-    total += (chunk as Buffer).length;
-    if (total > limit) throw new Error('body too large to buffer');
-    chunks.push(chunk as Buffer);
-  }
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
 
-interface S3Response {
-  status: number;
-  headers: IncomingMessage['headers'];
-  body: IncomingMessage;
-}
+/** The SDK's warnings (e.g. "a streaming request is not retried") are dropped: the caller gets the error itself. */
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
-export function s3RecordingStore(options: S3StoreOptions): RecordingStore {
-  const endpoint = new URL(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`);
-  const credentials: SigningCredentials = {
-    accessKeyId: options.accessKeyId,
-    secretAccessKey: options.secretAccessKey,
-    region: options.region,
-    service: 's3',
-  };
+export function s3RecordingStore(options: S3StoreOptions): S3RecordingStore {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const loaded = loadSdk().then((s3) => ({
+    s3,
+    client: new s3.S3Client({
+      region: options.region,
+      endpoint: options.endpoint,
+      forcePathStyle: options.forcePathStyle,
+      // These keys only: the SDK's default chain (AWS_* variables, ~/.aws, instance roles) is not consulted.
+      credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey },
+      // Checksums only where S3 requires them: otherwise the SDK sends stream bodies as aws-chunked
+      // with a CRC trailer, which several S3-compatible stores refuse. A Buffer is signed with its
+      // SHA-256 and a stream goes as UNSIGNED-PAYLOAD (TLS protects it), as S3 has always taken.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: {
+        requestTimeout: timeoutMs,
+        httpAgent: new http.Agent({ keepAlive: true, maxSockets: 50, lookup: options.lookup }),
+        httpsAgent: new https.Agent({ keepAlive: true, maxSockets: 50, lookup: options.lookup }),
+      },
+      logger: quietLogger,
+    }),
+  }));
+  // A failed load is reported by the first request; it must not end the process as an unhandled rejection.
+  loaded.catch(() => undefined);
 
-  function objectUrl(key: string): URL {
-    assertRecordingKey(key);
-    const path = uriEncode(key, true);
-    if (options.forcePathStyle) return new URL(`${endpoint.protocol}//${endpoint.host}/${uriEncode(options.bucket)}/${path}`);
-    return new URL(`${endpoint.protocol}//${options.bucket}.${endpoint.host}/${path}`);
+  /** Runs commands on the client; an error answer of S3 becomes an S3Error, anything else (network, timeout) is thrown as it is. */
+  async function call<T>(what: string, run: (sdk: { s3: S3Sdk; client: S3Client }) => Promise<T>): Promise<T> {
+    const ready = await loaded;
+    try {
+      return await run(ready);
+    } catch (err) {
+      if (err instanceof ready.s3.S3ServiceException) throw toS3Error(err, what);
+      throw err;
+    }
   }
 
-  /** One signed request; resolves with the response once its headers arrive. */
-  function send(method: string, key: string, headers: Record<string, string>, payloadHash: string, body?: Buffer | Readable): Promise<S3Response> {
-    const url = objectUrl(key);
-    const signed = signRequest({ method, url, headers, payloadHash }, credentials);
-    const client = url.protocol === 'https:' ? https : http;
-    return new Promise<S3Response>((resolve, reject) => {
-      const req = client.request(url, { method, headers: signed, lookup: options.lookup });
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`S3 ${method} ${key}: no answer within ${timeoutMs} ms`)));
-      // After the answer has come, a late error (the body upload cut short) has nothing left to fail.
-      req.on('error', reject);
-      req.once('response', (res) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }));
-      if (body === undefined) req.end();
-      else if (Buffer.isBuffer(body)) req.end(body);
-      else pipeline(body, req).catch((err: Error) => req.destroy(err));
-    });
+  function toS3Error(err: S3ServiceException, what: string): S3Error {
+    const status = err.$metadata.httpStatusCode ?? 0;
+    // A HEAD answer has no body, so the SDK names its error after the status ("NotFound", "Forbidden").
+    const code = err.name && err.name !== 'Unknown' ? err.name : `HTTP${status}`;
+    return new S3Error(status, code, err.message || what, { cause: err });
   }
-
-  /** Throws the S3 error of a failed answer (reading its XML body when there is one). */
-  async function failure(res: S3Response, what: string): Promise<never> {
-    const xml = (await readAll(res.body, 1024 * 1024).catch(() => Buffer.alloc(0))).toString('utf8');
-    throw new S3Error(res.status, xmlField(xml, 'Code') ?? `HTTP${res.status}`, xmlField(xml, 'Message') ?? what);
-  }
-
-  /** Discards an answer's body (a connection reset while doing so is of no interest). */
-  const drain = (res: S3Response) => {
-    res.body.on('error', () => undefined);
-    res.body.resume();
-  };
 
   return {
     kind: 's3',
 
-    async put(key, body, contentType, size) {
-      let res: S3Response;
-      if (Buffer.isBuffer(body) || size === undefined) {
-        const bytes = Buffer.isBuffer(body) ? body : await readAll(body);
-        res = await send('PUT', key, { 'content-type': contentType, 'content-length': String(bytes.length) }, sha256Hex(bytes), bytes);
-      } else {
-        // S3 wants the length up front and takes no chunked body; the payload is sent unhashed
-        // rather than read twice (TLS protects it on the wire).
-        res = await send('PUT', key, { 'content-type': contentType, 'content-length': String(size) }, UNSIGNED_PAYLOAD, body);
-      }
-      if (res.status !== 200) return failure(res, `PUT ${key}`);
-      drain(res);
+    async put(key, body, contentType, size, putOptions) {
+      assertRecordingKey(key);
+      // S3 wants the length up front and takes no chunked body: a stream without a size is read first.
+      const bytes = Buffer.isBuffer(body) ? body : size === undefined ? await readAll(body) : undefined;
+      const input = {
+        Bucket: options.bucket,
+        Key: key,
+        Body: bytes ?? body,
+        ContentLength: bytes ? bytes.length : size,
+        ContentType: contentType,
+        IfNoneMatch: putOptions?.ifAbsent ? '*' : undefined,
+      };
+      await call(`PUT ${key}`, ({ s3, client }) => client.send(new s3.PutObjectCommand(input)));
     },
 
     async get(key, range?: ByteRange): Promise<StoredObject | undefined> {
-      const res = await send('GET', key, range ? { range: rangeHeader(range) } : {}, sha256Hex(''));
-      if (res.status === 404) {
-        const err = await failure(res, `GET ${key}`).catch((e: S3Error) => e);
-        if (err.code === 'NoSuchKey') return undefined;
+      assertRecordingKey(key);
+      let output: GetObjectCommandOutput;
+      try {
+        output = await call(`GET ${key}`, ({ s3, client }) => client.send(new s3.GetObjectCommand({ Bucket: options.bucket, Key: key, Range: range ? rangeHeader(range) : undefined })));
+      } catch (err) {
+        if (err instanceof S3Error && err.code === 'NoSuchKey') return undefined;
+        if (err instanceof S3Error && err.status === 416) throw new RangeNotSatisfiableError(objectSizeOf416(err));
         throw err;
       }
-      if (res.status === 416) {
-        const xml = (await readAll(res.body, 1024 * 1024)).toString('utf8');
-        const total = /\/(\d+)$/.exec(String(res.headers['content-range'] ?? ''))?.[1] ?? xmlField(xml, 'ActualObjectSize');
-        throw new RangeNotSatisfiableError(Number(total ?? 0));
-      }
-      if (res.status !== 200 && res.status !== 206) return failure(res, `GET ${key}`);
-      const length = Number(res.headers['content-length'] ?? 0);
-      const contentType = String(res.headers['content-type'] ?? 'application/octet-stream');
-      if (res.status === 206) {
-        const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(res.headers['content-range'] ?? ''));
+      const stream = output.Body as Readable;
+      const contentType = output.ContentType ?? 'application/octet-stream';
+      const length = output.ContentLength ?? 0;
+      if (output.ContentRange !== undefined) {
+        const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(output.ContentRange);
         if (!m) {
-          res.body.destroy();
-          throw new S3Error(206, 'InvalidContentRange', `GET ${key}: unreadable Content-Range ${String(res.headers['content-range'])}`);
+          stream.destroy();
+          throw new S3Error(206, 'InvalidContentRange', `GET ${key}: unreadable Content-Range ${output.ContentRange}`);
         }
-        return { stream: res.body, size: Number(m[3]), start: Number(m[1]), end: Number(m[2]), partial: true, contentType };
+        return { stream, size: Number(m[3]), start: Number(m[1]), end: Number(m[2]), partial: true, contentType };
       }
-      // 200: no range asked, or the store ignored it (then the whole object is the answer).
-      return { stream: res.body, size: length, start: 0, end: length - 1, partial: false, contentType };
+      // No range asked, or the store ignored it (then the whole object is the answer).
+      return { stream, size: length, start: 0, end: length - 1, partial: false, contentType };
     },
 
     async exists(key) {
-      const res = await send('HEAD', key, {}, sha256Hex(''));
-      drain(res);
-      if (res.status === 200) return true;
-      if (res.status === 404) return false;
-      // A HEAD answer has no body to read the code from.
-      throw new S3Error(res.status, `HTTP${res.status}`, `HEAD ${key}`);
+      assertRecordingKey(key);
+      try {
+        await call(`HEAD ${key}`, ({ s3, client }) => client.send(new s3.HeadObjectCommand({ Bucket: options.bucket, Key: key })));
+        return true;
+      } catch (err) {
+        if (err instanceof S3Error && err.status === 404) return false;
+        throw err;
+      }
     },
 
     async delete(key) {
-      const res = await send('DELETE', key, {}, sha256Hex(''));
-      if (res.status !== 204 && res.status !== 200) return failure(res, `DELETE ${key}`);
-      drain(res);
+      assertRecordingKey(key);
+      await call(`DELETE ${key}`, ({ s3, client }) => client.send(new s3.DeleteObjectCommand({ Bucket: options.bucket, Key: key })));
     },
   };
+}
+
+/** The object's size from a 416 answer: its Content-Range (`bytes *\/<size>`) or S3's ActualObjectSize field. */
+function objectSizeOf416(err: S3Error): number {
+  const cause = err.cause as S3ServiceException & { ActualObjectSize?: string };
+  const contentRange = cause.$response?.headers['content-range'] ?? '';
+  const total = /\/(\d+)$/.exec(contentRange)?.[1] ?? cause.ActualObjectSize;
+  return Number(total ?? 0);
 }

@@ -1,9 +1,11 @@
 // A fake S3 for tests: a local HTTP server that speaks the part of the S3 REST API the
-// recording store uses (PUT, GET with Range, HEAD and DELETE Object) the way S3 does. It
-// checks every request's AWS Signature Version 4 by recomputing it from the secret (its own
-// implementation, written from the specification, not the store's signer), answers S3's XML
-// errors (SignatureDoesNotMatch, NoSuchKey, NoSuchBucket, InvalidRange, ...), and keeps
-// objects in memory. Path-style and virtual-hosted-style addressing both work.
+// recording store uses (PUT, conditional with If-None-Match: *, GET with Range, HEAD and
+// DELETE Object) the way S3 does. It checks every request's AWS Signature Version 4 by
+// recomputing it from the secret with its own implementation, written from the
+// specification and independent of the SDK the store uses (test/recordings/stores.test.ts
+// holds it to the signed examples of the S3 documentation). It answers S3's XML errors
+// (SignatureDoesNotMatch, NoSuchKey, NoSuchBucket, InvalidRange, PreconditionFailed, ...)
+// and keeps objects in memory. Path-style and virtual-hosted-style addressing both work.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
@@ -18,7 +20,10 @@ export interface FakeS3Object {
 export interface FakeS3Request {
   method: string;
   host: string;
+  /** The URL's path, as sent (percent-encoded). */
   path: string;
+  /** The URL's query, as sent ('' when none). */
+  query: string;
   status: number;
   /** The S3 error code, when the answer was an error. */
   code?: string;
@@ -29,9 +34,9 @@ export interface FakeS3Request {
 export interface FakeS3 {
   /** http://127.0.0.1:<port> (path-style endpoint). */
   url: string;
-  /** http://s3.localhost:<port>: the endpoint for virtual-hosted-style addressing (use with `lookup`). */
+  /** http://<virtualHostBase>:<port>: the endpoint for virtual-hosted-style addressing (use with `lookup`). */
   virtualHostUrl: string;
-  /** Resolves every name to 127.0.0.1, so `<bucket>.s3.localhost` reaches this server. */
+  /** Resolves every name to 127.0.0.1, so `<bucket>.<virtualHostBase>` reaches this server. */
   lookup: LookupFunction;
   /** Objects by `<bucket>/<key>`. */
   objects: Map<string, FakeS3Object>;
@@ -44,9 +49,12 @@ export interface FakeS3Options {
   secretAccessKey: string;
   region: string;
   buckets: string[];
+  /** Host names `<bucket>.<virtualHostBase>` address a bucket; default s3.localhost. */
+  virtualHostBase?: string;
+  /** The clock request times are checked against (the documented examples are of 2013); default Date.now. */
+  now?: () => number;
 }
 
-const VIRTUAL_HOST_BASE = 's3.localhost';
 const MAX_SKEW_MS = 15 * 60_000;
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
@@ -100,7 +108,7 @@ function verifySignature(req: IncomingMessage, headers: Map<string, string>, opt
   if (!date || !/^\d{8}T\d{6}Z$/.test(date)) throw new S3Failure(403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
   if (date.slice(0, 8) !== day) throw new S3Failure(400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed; the date does not match x-amz-date');
   const when = Date.parse(`${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`);
-  if (Math.abs(Date.now() - when) > MAX_SKEW_MS) throw new S3Failure(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
+  if (Math.abs((opts.now ?? Date.now)() - when) > MAX_SKEW_MS) throw new S3Failure(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
   const payloadHash = headers.get('x-amz-content-sha256');
   if (!payloadHash) throw new S3Failure(400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
 
@@ -143,12 +151,12 @@ function verifySignature(req: IncomingMessage, headers: Map<string, string>, opt
   }
 }
 
-/** Bucket and key of the request: virtual-hosted (`<bucket>.s3.localhost`) or path-style (`/<bucket>/<key>`). */
-function address(req: IncomingMessage): { bucket: string; key: string } {
+/** Bucket and key of the request: virtual-hosted (`<bucket>.<virtualHostBase>`) or path-style (`/<bucket>/<key>`). */
+function address(req: IncomingMessage, virtualHostBase: string): { bucket: string; key: string } {
   const host = (req.headers.host ?? '').replace(/:\d+$/, '');
   const path = (req.url ?? '/').split('?', 1)[0];
   const segments = path.split('/').slice(1).map((s) => decodeURIComponent(s));
-  if (host.endsWith(`.${VIRTUAL_HOST_BASE}`)) return { bucket: host.slice(0, -VIRTUAL_HOST_BASE.length - 1), key: segments.join('/') };
+  if (host.endsWith(`.${virtualHostBase}`)) return { bucket: host.slice(0, -virtualHostBase.length - 1), key: segments.join('/') };
   return { bucket: segments[0] ?? '', key: segments.slice(1).join('/') };
 }
 
@@ -175,6 +183,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 export async function startFakeS3(opts: FakeS3Options): Promise<FakeS3> {
+  const virtualHostBase = opts.virtualHostBase ?? 's3.localhost';
   const objects = new Map<string, FakeS3Object>();
   const requests: FakeS3Request[] = [];
 
@@ -183,7 +192,7 @@ export async function startFakeS3(opts: FakeS3Options): Promise<FakeS3> {
     log.payloadHash = headers.get('x-amz-content-sha256');
     const body = await readBody(req);
     verifySignature(req, headers, opts);
-    const { bucket, key } = address(req);
+    const { bucket, key } = address(req, virtualHostBase);
     if (!opts.buckets.includes(bucket)) throw new S3Failure(404, 'NoSuchBucket', 'The specified bucket does not exist', { BucketName: bucket });
     if (!key) throw new S3Failure(501, 'NotImplemented', 'Only object operations are implemented');
     const payloadHash = headers.get('x-amz-content-sha256')!;
@@ -195,6 +204,10 @@ export async function startFakeS3(opts: FakeS3Options): Promise<FakeS3> {
     switch (req.method) {
       case 'PUT': {
         if (req.headers['content-length'] === undefined) throw new S3Failure(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
+        // A conditional write (If-None-Match: *) fails when the key is taken, as S3 does since 2024.
+        if (headers.get('if-none-match') === '*' && objects.has(id)) {
+          throw new S3Failure(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-None-Match' });
+        }
         const etag = `"${createHash('md5').update(body).digest('hex')}"`;
         objects.set(id, { body, contentType: headers.get('content-type') ?? 'binary/octet-stream', etag, lastModified: new Date() });
         res.writeHead(200, { ETag: etag, 'Content-Length': '0' });
@@ -239,7 +252,8 @@ export async function startFakeS3(opts: FakeS3Options): Promise<FakeS3> {
   }
 
   const server = http.createServer((req, res) => {
-    const log: FakeS3Request = { method: req.method ?? '', host: req.headers.host ?? '', path: req.url ?? '', status: 0 };
+    const [path, query = ''] = (req.url ?? '/').split('?', 2);
+    const log: FakeS3Request = { method: req.method ?? '', host: req.headers.host ?? '', path, query, status: 0 };
     requests.push(log);
     handle(req, res, log)
       .catch((err: unknown) => {
@@ -265,7 +279,7 @@ export async function startFakeS3(opts: FakeS3Options): Promise<FakeS3> {
   }) as LookupFunction;
   return {
     url: `http://127.0.0.1:${port}`,
-    virtualHostUrl: `http://${VIRTUAL_HOST_BASE}:${port}`,
+    virtualHostUrl: `http://${virtualHostBase}:${port}`,
     lookup,
     objects,
     requests,

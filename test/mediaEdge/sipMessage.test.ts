@@ -128,6 +128,84 @@ test('createResponse copies every Via, From, Call-ID and CSeq, and tags To (not 
   assert.equal(canonicalHeaderName('X-Custom'), 'X-Custom');
 });
 
+// ---------------------------------------------------------------- limits
+
+const OPTIONS_HEAD = ['OPTIONS sip:a@b SIP/2.0', 'From: <sip:a@b>;tag=1', 'To: <sip:c@d>', 'Call-ID: big', 'CSeq: 1 OPTIONS'];
+const withHeaders = (...lines: string[]) => [...OPTIONS_HEAD, ...lines, '', ''].join('\r\n');
+
+const tooLarge = (err: unknown): SipRequest => {
+  assert.ok(err instanceof SipParseError, String(err));
+  assert.equal(err.status, 513);
+  assert.ok(err.request, 'the request can be answered');
+  return err.request;
+};
+const isTooLarge = (err: unknown): boolean => Boolean(tooLarge(err));
+
+test('a 60 KB OPTIONS with 30,000 compact Via entries is refused 513, and the answer echoes only the first 70 Vias', () => {
+  const vias = Array.from({ length: 30_000 }, (_, i) => (i === 0 ? 'SIP/2.0/WS top.invalid;branch=z9hG4bKtop' : 'x')).join(',');
+  const text = withHeaders(`v: ${vias}`);
+  assert.ok(text.length > 60_000);
+  let request: SipRequest | undefined;
+  assert.throws(
+    () => parseSipMessage(text),
+    (err: unknown) => {
+      request = tooLarge(err);
+      return true;
+    },
+  );
+  const answer = serializeSipMessage(createResponse(request!, 513, { toTag: 't' }));
+  assert.equal(getHeaderValues(parseSipMessage(answer), 'Via').length, 70);
+  assert.equal(topViaBranch(parseSipMessage(answer)), 'z9hG4bKtop', 'the sender\'s own Via leads');
+  assert.ok(answer.length < 1500, `answer of ${answer.length} bytes to a request of ${text.length}`);
+  // 70 entries over several Via headers are still fine; 71 are not.
+  assert.equal(getHeaderValues(parseSipMessage(withHeaders(`Via: ${Array(35).fill('SIP/2.0/WS h').join(',')}`, `v: ${Array(35).fill('SIP/2.0/WS h').join(',')}`)), 'Via').length, 70);
+  assert.throws(() => parseSipMessage(withHeaders(`Via: ${Array(35).fill('SIP/2.0/WS h').join(',')}`, `v: ${Array(36).fill('SIP/2.0/WS h').join(',')}`)), isTooLarge);
+});
+
+test('a message with more than 128 headers is refused 513 with only the echoed headers; the caps are settable', () => {
+  const via = 'Via: SIP/2.0/WS h;branch=z9hG4bKx';
+  const padding = (n: number) => Array.from({ length: n }, (_, i) => `X-Pad-${i}: ${i}`);
+  assert.equal(parseSipMessage(withHeaders(via, ...padding(123))).headers.length, 128);
+  assert.throws(
+    () => parseSipMessage(withHeaders(via, ...padding(124))),
+    (err: unknown) => {
+      assert.deepEqual(tooLarge(err).headers.map((h) => h.name), ['Via', 'From', 'To', 'Call-ID', 'CSeq']);
+      return true;
+    },
+  );
+  assert.throws(() => parseSipMessage(withHeaders(via, ...padding(2)), { maxHeaders: 6, maxViaEntries: 70 }), isTooLarge);
+  assert.throws(() => parseSipMessage(withHeaders(`${via}, SIP/2.0/WS proxy`), { maxHeaders: 128, maxViaEntries: 1 }), isTooLarge);
+  // A response past the caps has nothing to answer: the socket is closed instead.
+  assert.throws(
+    () => parseSipMessage(`SIP/2.0 200 OK\r\n${via}\r\n${padding(200).join('\r\n')}\r\n\r\n`),
+    (err: unknown) => err instanceof SipParseError && err.request === undefined,
+  );
+});
+
+test('folded header lines are joined in linear work: twice the continuation lines, about twice the characters trimmed', () => {
+  // The work is counted, not timed: joining line by line re-trimmed the whole value each time.
+  const folded = (lines: number) => withHeaders('Via: SIP/2.0/WS h;branch=z9hG4bKx', 'X-Folded: start', ...Array<string>(lines).fill(' a'));
+  const trim = String.prototype.trim;
+  let trimmed = 0;
+  const charactersTrimmed = (text: string): number => {
+    trimmed = 0;
+    String.prototype.trim = function (this: string) {
+      trimmed += this.length;
+      return trim.call(this);
+    };
+    try {
+      const message = parseSipMessage(text);
+      assert.equal(getHeader(message, 'X-Folded')!.length, 'start'.length + 2 * (text.match(/\r\n a/g) ?? []).length);
+    } finally {
+      String.prototype.trim = trim;
+    }
+    return trimmed;
+  };
+  const small = charactersTrimmed(folded(4000));
+  const large = charactersTrimmed(folded(8000));
+  assert.ok(large / small < 2.5, `8,000 lines trimmed ${large} characters, 4,000 lines ${small}`);
+});
+
 // ---------------------------------------------------------------- properties
 
 // One character of any script (whole graphemes: no lone surrogates, which UTF-8 cannot carry).

@@ -28,16 +28,31 @@ export interface SipResponse {
 
 export type SipMessage = SipRequest | SipResponse;
 
-/** A message that could not be parsed; `request` is set when enough of a request was read to answer it. */
+/**
+ * A message that could not be parsed; `request` is set when enough of a request was read to
+ * answer it, with `status`: 400 for malformed syntax, 513 (Message Too Large) for a message
+ * past the edge's limits.
+ */
 export class SipParseError extends Error {
   constructor(
     message: string,
     readonly request?: SipRequest,
+    readonly status: 400 | 513 = 400,
   ) {
     super(message);
     this.name = 'SipParseError';
   }
 }
+
+/** What one message may hold: a request past either limit is answered 513 (Message Too Large). */
+export interface SipMessageLimits {
+  /** Header fields, a folded header counting once (default 128). */
+  maxHeaders: number;
+  /** Via entries, over every Via header and each comma-separated value (default 70, the hops Max-Forwards allows). */
+  maxViaEntries: number;
+}
+
+export const DEFAULT_SIP_MESSAGE_LIMITS: SipMessageLimits = { maxHeaders: 128, maxViaEntries: 70 };
 
 const COMPACT_FORMS: Record<string, string> = {
   a: 'Accept-Contact',
@@ -127,7 +142,7 @@ export function isToken(text: string): boolean {
 const byteLength = (text: string): number => Buffer.byteLength(text, 'utf8');
 
 /** Parses one SIP message. Throws SipParseError, with the partial request when it can be answered. */
-export function parseSipMessage(text: string): SipMessage {
+export function parseSipMessage(text: string, limits: SipMessageLimits = DEFAULT_SIP_MESSAGE_LIMITS): SipMessage {
   let split = text.indexOf('\r\n\r\n');
   let separator = 4;
   if (split === -1 && !text.includes('\r\n')) {
@@ -142,19 +157,29 @@ export function parseSipMessage(text: string): SipMessage {
   const startLine = lines.shift() ?? '';
 
   const headers: SipHeader[] = [];
+  // The parts of the last header while it is folded, joined once at its end: appending to the
+  // value line by line copied the whole value each time (quadratic in the continuation lines).
+  let folded: string[] | undefined;
+  const unfold = () => {
+    if (!folded) return;
+    headers[headers.length - 1].value = folded.filter(Boolean).join(' ');
+    folded = undefined;
+  };
   for (const line of lines) {
-    if (/^[ \t]/.test(line)) {
+    if (line.startsWith(' ') || line.startsWith('\t')) {
       // A folded continuation line belongs to the header before it.
       const previous = headers[headers.length - 1];
       if (!previous) throw new SipParseError('continuation line before any header');
-      previous.value = `${previous.value} ${line.trim()}`.trim();
+      (folded ??= [previous.value]).push(line.trim());
       continue;
     }
+    unfold();
     const colon = line.indexOf(':');
     const name = colon > 0 ? line.slice(0, colon).trim() : '';
     if (!name || !isToken(name)) throw new SipParseError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
     headers.push({ name: canonicalHeaderName(name), value: line.slice(colon + 1).trim() });
   }
+  unfold();
 
   const request = /^([A-Za-z0-9\-.!%*_+`'~]+) (\S+) SIP\/2\.0$/.exec(startLine);
   const response = /^SIP\/2\.0 ([1-6]\d\d) ?(.*)$/.exec(startLine);
@@ -166,6 +191,10 @@ export function parseSipMessage(text: string): SipMessage {
   const fail = (reason: string): never => {
     throw new SipParseError(reason, message.kind === 'request' && canAnswer(message) ? message : undefined);
   };
+  const tooLarge = checkLimits(headers, limits);
+  if (tooLarge) {
+    throw new SipParseError(tooLarge, message.kind === 'request' && canAnswer(message) ? answerableCore(message, limits) : undefined, 513);
+  }
 
   const lengths = headers.filter((h) => h.name === 'Content-Length');
   if (lengths.length > 1 && new Set(lengths.map((h) => h.value)).size > 1) fail('conflicting Content-Length headers');
@@ -192,6 +221,26 @@ export function parseSipMessage(text: string): SipMessage {
 /** Whether a request carries what a response must echo (Via, From, To, Call-ID, CSeq). */
 function canAnswer(request: SipRequest): boolean {
   return ['Via', 'From', 'To', 'Call-ID', 'CSeq'].every((name) => request.headers.some((h) => h.name === name));
+}
+
+/** Why the headers are past the limits, or undefined. */
+function checkLimits(headers: SipHeader[], limits: SipMessageLimits): string | undefined {
+  if (headers.length > limits.maxHeaders) return `more than ${limits.maxHeaders} headers`;
+  let vias = 0;
+  for (const header of headers) {
+    if (header.name === 'Via') vias += splitHeaderList(header.value).length;
+  }
+  return vias > limits.maxViaEntries ? `more than ${limits.maxViaEntries} Via entries` : undefined;
+}
+
+/**
+ * Only what a response echoes, the Via entries cut at the limit: the answer to an oversized
+ * request stays small (the top Via, the sender's own, is the one its transaction matches).
+ */
+function answerableCore(request: SipRequest, limits: SipMessageLimits): SipRequest {
+  const vias = getHeaderValues(request, 'Via').slice(0, limits.maxViaEntries);
+  const echoed = ['From', 'To', 'Call-ID', 'CSeq'].map((name) => ({ name, value: getHeader(request, name)! }));
+  return { ...request, headers: [...vias.map((value) => ({ name: 'Via', value })), ...echoed], body: '' };
 }
 
 /** The text of a message; Content-Length is always written, from the body's UTF-8 length. */
@@ -363,6 +412,7 @@ const REASONS: Record<number, string> = {
   491: 'Request Pending',
   500: 'Server Internal Error',
   503: 'Service Unavailable',
+  513: 'Message Too Large',
 };
 
 /** The usual reason phrase of a status code. */

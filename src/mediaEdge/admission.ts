@@ -20,13 +20,20 @@ export interface AdmittedCall {
   contactId?: string;
 }
 
-export type AdmissionResult = AdmittedCall | { reject: AdmissionRejectStatus; reason: string };
+/** A refused INVITE; `retryAfterSeconds` (a 503 of the edge's caller limits) is sent as Retry-After. */
+export interface AdmissionRejection {
+  reject: AdmissionRejectStatus;
+  reason: string;
+  retryAfterSeconds?: number;
+}
+
+export type AdmissionResult = AdmittedCall | AdmissionRejection;
 
 export interface CallAdmission {
   admit(invite: SipRequest): Promise<AdmissionResult>;
 }
 
-export const isRejection = (result: AdmissionResult): result is { reject: AdmissionRejectStatus; reason: string } => 'reject' in result;
+export const isRejection = (result: AdmissionResult): result is AdmissionRejection => 'reject' in result;
 
 export interface ServiceAdmissionOptions {
   /** Base URL of the service's API, e.g. http://127.0.0.1:3000. */

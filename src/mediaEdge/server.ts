@@ -10,8 +10,10 @@ import { z } from 'zod';
 import { ConfigError } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { isRejection, ServiceCallAdmission, type CallAdmission } from './admission.js';
+import { callerAddress, CallerLimits, DEFAULT_CALLER_LIMITS, type CallerLimitsOptions } from './callerLimits.js';
 import type { ChannelCloseReason } from './media/channel.js';
 import type { DigestCredentials } from './sip/digest.js';
+import { DEFAULT_SIP_MESSAGE_LIMITS, type SipMessageLimits } from './sip/message.js';
 import { SipUserAgentServer, type EstablishedCall, type MediaAnswerer } from './sip/userAgentServer.js';
 import { FrameClock } from './webrtc/frameClock.js';
 import { WebRtcEndpoint, type WebRtcOptions } from './webrtc/peer.js';
@@ -41,6 +43,17 @@ export interface MediaEdgeOptions {
   digest?: DigestCredentials;
   /** Largest WebSocket message accepted, bytes (default 64 KiB; larger ones close the socket with 1009). */
   maxMessageBytes?: number;
+  /** Header and Via caps of one SIP message (defaults: DEFAULT_SIP_MESSAGE_LIMITS); past them a request is answered 513. */
+  messageLimits?: Partial<SipMessageLimits>;
+  /**
+   * Bytes one socket may have waiting to be sent (default 128 KiB): a client that does not read
+   * its answers has its socket dropped rather than the edge holding them.
+   */
+  sendBudgetBytes?: number;
+  /** Sockets per address and in total, admissions per address (defaults: DEFAULT_CALLER_LIMITS). */
+  callerLimits?: Partial<CallerLimitsOptions>;
+  /** Count callers by the last X-Forwarded-For address (only behind a proxy that sets it; default false). */
+  trustProxy?: boolean;
   /** Calls one socket may carry at once (default 4). */
   maxCallsPerSocket?: number;
   /** Refused INVITEs after which a socket is closed with 1008 (default 10). */
@@ -59,6 +72,10 @@ export interface MediaEdge {
   readonly calls: ReadonlyMap<string, EstablishedCall>;
   /** Open WebSocket connections. */
   readonly connections: number;
+  /** Sockets dropped because their client left more than the send budget unread. */
+  readonly sendBudgetClosures: number;
+  /** WebSocket handshakes refused 503 at a socket cap (per address or in total). */
+  readonly refusedConnections: number;
   /** Hangs up every call (BYE), closes every socket and the server. */
   close(): Promise<void>;
 }
@@ -71,6 +88,14 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
   const host = options.listenHost ?? url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = options.listenPort ?? (url.port ? Number(url.port) : secure ? 443 : 80);
   const logger = options.logger;
+
+  const sendBudget = options.sendBudgetBytes ?? DEFAULT_SEND_BUDGET_BYTES;
+  const messageLimits: SipMessageLimits = { ...DEFAULT_SIP_MESSAGE_LIMITS, ...options.messageLimits };
+  const limits = new CallerLimits({ ...DEFAULT_CALLER_LIMITS, ...options.callerLimits });
+  /** The caller address of each accepted handshake, for its connection. */
+  const addresses = new WeakMap<IncomingMessage, string>();
+  let sendBudgetClosures = 0;
+  let refusedConnections = 0;
 
   const media = options.media ?? webRtcAnswerer(new WebRtcEndpoint(new FrameClock((err) => logger.error({ err }, 'media tick failed')), options.rtc));
 
@@ -98,7 +123,21 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
     perMessageDeflate: false,
     // RFC 7118: only the `sip` subprotocol.
     handleProtocols: (protocols) => (protocols.has('sip') ? 'sip' : false),
-    verifyClient: (info: { req: IncomingMessage }) => /(^|,)\s*sip\s*(,|$)/i.test(String(info.req.headers['sec-websocket-protocol'] ?? '')),
+    // Answered synchronously, so no other handshake is counted between the check and the slot taken.
+    verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
+      if (!/(^|,)\s*sip\s*(,|$)/i.test(String(info.req.headers['sec-websocket-protocol'] ?? ''))) return done(false, 401);
+      const address = callerAddress(info.req, options.trustProxy);
+      const slot = limits.openSocket(address);
+      if (typeof slot !== 'function') {
+        refusedConnections++;
+        logger.warn({ address, reason: slot.reason, sockets: limits.openSockets }, 'WebSocket refused: 503');
+        return done(false, 503, slot.reason, { 'Retry-After': String(slot.retryAfterSeconds) });
+      }
+      if (info.req.socket.destroyed) slot();
+      else info.req.socket.once('close', slot);
+      addresses.set(info.req, address);
+      done(true);
+    },
   });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -110,15 +149,45 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
   server.on('connection', (socket, req) => {
     const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
     const log = logger.child({ connection: ++connectionSeq, remote });
+    const address = addresses.get(req) ?? callerAddress(req, options.trustProxy);
+    // INVITEs reach admission at the address's rate, and every refusal counts against the address, whichever socket it came on.
+    const callerAdmission: CallAdmission = {
+      async admit(invite) {
+        const refusal = await limits.beforeAdmission(address);
+        if (refusal) {
+          log.warn({ address, reason: refusal.reason }, 'INVITE refused before admission: 503');
+          return { reject: 503, reason: refusal.reason, retryAfterSeconds: refusal.retryAfterSeconds };
+        }
+        let result;
+        try {
+          result = await admission.admit(invite);
+        } catch (err) {
+          await limits.admissionFailed(address);
+          throw err;
+        }
+        if (isRejection(result)) await limits.admissionFailed(address);
+        return result;
+      },
+    };
     const agent = new SipUserAgentServer({
       transport: {
         send: (text) => {
-          if (socket.readyState === socket.OPEN) socket.send(text);
+          if (socket.readyState !== socket.OPEN) return;
+          const waiting = socket.bufferedAmount;
+          if (waiting > 0 && waiting + Buffer.byteLength(text) > sendBudget) {
+            // The client does not read: drop the socket (a close frame would wait behind the rest).
+            sendBudgetClosures++;
+            log.warn({ address, waiting, sendBudget }, 'WebSocket over its send budget: dropped');
+            socket.terminate();
+            return;
+          }
+          socket.send(text);
         },
         close: (code, reason) => socket.close(code, reason),
       },
-      admission,
+      admission: callerAdmission,
       media,
+      messageLimits,
       logger: log,
       localHost: url.host,
       secure,
@@ -187,6 +256,12 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
     get connections() {
       return server.clients.size;
     },
+    get sendBudgetClosures() {
+      return sendBudgetClosures;
+    },
+    get refusedConnections() {
+      return refusedConnections;
+    },
     close() {
       closing ??= (async () => {
         clearInterval(heartbeat);
@@ -208,6 +283,8 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
   };
 }
 
+const DEFAULT_SEND_BUDGET_BYTES = 128 * 1024;
+
 /** Browsers' offers answered with WebRTC: Opus when offered, else PCMU, else 488. */
 export function webRtcAnswerer(endpoint: WebRtcEndpoint): MediaAnswerer {
   return {
@@ -222,6 +299,7 @@ export function webRtcAnswerer(endpoint: WebRtcEndpoint): MediaAnswerer {
 
 const port = z.coerce.number({ message: 'must be a port number' }).int('must be a whole number').min(0).max(65535);
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must be a whole number').positive('must be positive');
 
 /** The media edge's environment (names shared with the service where they mean the same). */
 export const mediaEdgeConfigSchema = z.object({
@@ -245,6 +323,16 @@ export const mediaEdgeConfigSchema = z.object({
   MEDIA_EDGE_RTC_PORT_MIN: port.optional(),
   MEDIA_EDGE_RTC_PORT_MAX: port.optional(),
   MEDIA_EDGE_MAX_CALLS_PER_SOCKET: z.coerce.number().int().positive().default(4),
+  // Limits on what strangers can make the edge hold (docs/media-edge.md, "Limits").
+  MEDIA_EDGE_MAX_SOCKETS: positiveInt.default(DEFAULT_CALLER_LIMITS.maxSockets),
+  MEDIA_EDGE_MAX_SOCKETS_PER_ADDRESS: positiveInt.default(DEFAULT_CALLER_LIMITS.maxSocketsPerAddress),
+  MEDIA_EDGE_ADMISSIONS_PER_ADDRESS_PER_MINUTE: positiveInt.default(DEFAULT_CALLER_LIMITS.admissionsPerMinute),
+  MEDIA_EDGE_MAX_FAILED_ADMISSIONS_PER_ADDRESS: positiveInt.default(DEFAULT_CALLER_LIMITS.maxFailedAdmissions),
+  MEDIA_EDGE_FAILED_ADMISSIONS_WINDOW_SECONDS: positiveInt.default(DEFAULT_CALLER_LIMITS.failedAdmissionsWindowSeconds),
+  MEDIA_EDGE_SEND_BUDGET_BYTES: positiveInt.default(DEFAULT_SEND_BUDGET_BYTES),
+  MEDIA_EDGE_SIP_MAX_HEADERS: positiveInt.default(DEFAULT_SIP_MESSAGE_LIMITS.maxHeaders),
+  MEDIA_EDGE_SIP_MAX_VIA: positiveInt.default(DEFAULT_SIP_MESSAGE_LIMITS.maxViaEntries),
+  MEDIA_EDGE_TRUST_PROXY: booleanFlag.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -277,6 +365,16 @@ export function startConfiguredMediaEdge(config: MediaEdgeConfig, logger: Logger
     onCall,
     logger,
     maxCallsPerSocket: config.MEDIA_EDGE_MAX_CALLS_PER_SOCKET,
+    sendBudgetBytes: config.MEDIA_EDGE_SEND_BUDGET_BYTES,
+    messageLimits: { maxHeaders: config.MEDIA_EDGE_SIP_MAX_HEADERS, maxViaEntries: config.MEDIA_EDGE_SIP_MAX_VIA },
+    callerLimits: {
+      maxSockets: config.MEDIA_EDGE_MAX_SOCKETS,
+      maxSocketsPerAddress: config.MEDIA_EDGE_MAX_SOCKETS_PER_ADDRESS,
+      admissionsPerMinute: config.MEDIA_EDGE_ADMISSIONS_PER_ADDRESS_PER_MINUTE,
+      maxFailedAdmissions: config.MEDIA_EDGE_MAX_FAILED_ADMISSIONS_PER_ADDRESS,
+      failedAdmissionsWindowSeconds: config.MEDIA_EDGE_FAILED_ADMISSIONS_WINDOW_SECONDS,
+    },
+    trustProxy: config.MEDIA_EDGE_TRUST_PROXY,
     rtc: {
       advertisedAddresses: config.MEDIA_EDGE_RTC_HOST,
       ...(config.MEDIA_EDGE_RTC_PORT_MIN !== undefined ? { portRange: [config.MEDIA_EDGE_RTC_PORT_MIN, config.MEDIA_EDGE_RTC_PORT_MAX!] } : {}),

@@ -7,7 +7,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { createLogger } from '../../src/logging/logger.js';
 import { expectedCallToken, type AdmissionResult, type CallAdmission } from '../../src/mediaEdge/admission.js';
-import { getHeader, type SipRequest, type SipResponse } from '../../src/mediaEdge/sip/message.js';
+import { getHeader, getHeaderValues, type SipRequest, type SipResponse } from '../../src/mediaEdge/sip/message.js';
 import { loadMediaEdgeConfig, startMediaEdge, type EstablishedCall, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { FAKE_ANSWER_SDP, FakeMediaAnswerer } from '../support/fakeMedia.js';
 import { SipTestClient, staticAudioOffer } from '../support/sipClient.js';
@@ -360,6 +360,50 @@ test('a WebSocket without the sip subprotocol is refused; an oversized message c
   const c = await client();
   c.send(`OPTIONS sip:a@b SIP/2.0\r\nX-Padding: ${'x'.repeat(20_000)}\r\n\r\n`);
   assert.equal((await c.closed).code, 1009);
+});
+
+test('a request with thousands of Via entries is answered 513 (Message Too Large), its answer echoing at most 70 Vias; the socket stays usable', async () => {
+  const c = await client();
+  const base = c.request('OPTIONS');
+  const vias = [getHeader(base, 'Via')!, ...Array<string>(7000).fill('x')].join(',');
+  const text = ['OPTIONS sip:agent@edge.test SIP/2.0', `v: ${vias}`, 'To: <sip:agent@edge.test>', 'From: <sip:web-caller@edge.test>;tag=via', 'Call-ID: many-vias', 'CSeq: 9 OPTIONS', '', ''].join('\r\n');
+  const sizes: number[] = [];
+  c.socket.on('message', (data: Buffer) => sizes.push(data.length));
+  c.send(text);
+  const answer = (await c.waitFor((m) => m.kind === 'response' && getHeader(m, 'Call-ID') === 'many-vias')) as SipResponse;
+  assert.equal(answer.status, 513);
+  assert.match(answer.reason, /^Message Too Large \(more than 70 Via entries\)/);
+  assert.equal(getHeaderValues(answer, 'Via').length, 70);
+  assert.ok(Math.max(...sizes) < 2000, `an answer of ${Math.max(...sizes)} bytes to ${text.length}`);
+  assert.equal((await c.finalResponse(c.request('OPTIONS'))).status, 200, 'still served');
+});
+
+test('a client that does not read its answers has its socket dropped past the send budget, and counted', async () => {
+  const budgetEdge = await startMediaEdge({ wsUrl: 'ws://127.0.0.1:0/ws', admission, media, logger: createLogger('silent'), sendBudgetBytes: 32 * 1024 });
+  const reader = await SipTestClient.connect(budgetEdge.url);
+  const stalled = await SipTestClient.connect(budgetEdge.url);
+  try {
+    stalled.socket.pause();
+    // Each OPTIONS is answered with its 8 KB Call-ID echoed: the answers fill the kernel's buffers, then the edge's.
+    const callId = 'c'.repeat(8000);
+    const options = (n: number) =>
+      ['OPTIONS sip:agent@edge.test SIP/2.0', `Via: SIP/2.0/WSS stalled.invalid;branch=z9hG4bKbudget${n}`, 'To: <sip:agent@edge.test>', 'From: <sip:web-caller@edge.test>;tag=budget', `Call-ID: ${callId}`, `CSeq: ${n + 1} OPTIONS`, '', ''].join('\r\n');
+    let sent = 0;
+    // About 4 MB of answers fill the loopback's buffers here; bounded at 40 MB, so that an edge
+    // without a budget (which holds them all) fails here rather than hangs.
+    while (budgetEdge.connections === 2 && sent < 5000) {
+      for (let i = 0; i < 50; i++) stalled.send(options(sent++));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.equal(budgetEdge.sendBudgetClosures, 1, `dropped after ${sent} unread answers`);
+    stalled.socket.resume();
+    assert.equal((await stalled.closed).code, 1006, 'dropped without a close frame');
+    assert.equal(budgetEdge.connections, 1);
+    assert.equal((await reader.finalResponse(reader.request('OPTIONS'))).status, 200, 'a reading client is served');
+  } finally {
+    await Promise.all([reader.close(), stalled.close()]);
+    await budgetEdge.close();
+  }
 });
 
 test('an INVITE retransmission is answered with the last response, not a second call', async () => {

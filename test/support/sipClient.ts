@@ -49,6 +49,17 @@ export interface InviteOptions {
   extraHeaders?: SipHeader[];
 }
 
+export interface ConnectOptions {
+  /** The local address to connect from (127.0.0.2 is another caller on Linux's loopback). */
+  localAddress?: string;
+}
+
+/** A handshake the edge refused: its HTTP status and Retry-After. */
+export interface RefusedConnection {
+  status: number;
+  retryAfter?: string;
+}
+
 /** One outgoing call's identifiers, enough to build its ACK, BYE and CANCEL. */
 export interface ClientDialog {
   invite: SipRequest;
@@ -89,13 +100,27 @@ export class SipTestClient {
     });
   }
 
-  static async connect(url: string, protocol = 'sip'): Promise<SipTestClient> {
-    const socket = new WebSocket(url, protocol);
+  static async connect(url: string, protocol = 'sip', options: ConnectOptions = {}): Promise<SipTestClient> {
+    const socket = new WebSocket(url, protocol, options);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
     });
     return new SipTestClient(socket);
+  }
+
+  /** Connects, or resolves with the HTTP answer that refused the handshake. */
+  static attempt(url: string, options: ConnectOptions = {}): Promise<SipTestClient | RefusedConnection> {
+    const socket = new WebSocket(url, 'sip', options);
+    return new Promise((resolve, reject) => {
+      socket.once('open', () => resolve(new SipTestClient(socket)));
+      socket.once('unexpected-response', (_req, res) => {
+        resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
+        socket.terminate();
+      });
+      // After a refusal, terminate() reports an error of its own: the promise is settled by then.
+      socket.on('error', reject);
+    });
   }
 
   send(message: SipMessage | string): void {

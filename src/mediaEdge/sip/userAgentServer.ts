@@ -21,11 +21,13 @@ import {
   parseCSeq,
   parseNameAddr,
   parseSipMessage,
+  reasonPhrase,
   serializeSipMessage,
   SipParseError,
   tagOf,
   topViaBranch,
   type SipHeader,
+  type SipMessageLimits,
   type SipRequest,
   type SipResponse,
 } from './message.js';
@@ -90,6 +92,8 @@ export interface UserAgentServerOptions {
   digest?: DigestCredentials;
   /** RFC 3261 T1 in ms: 2xx retransmissions start at T1, ACK awaited 64×T1 (default 500). */
   t1Ms?: number;
+  /** Header and Via caps of one message (default DEFAULT_SIP_MESSAGE_LIMITS): past them a request is answered 513. */
+  messageLimits?: SipMessageLimits;
 }
 
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS';
@@ -160,12 +164,12 @@ export class SipUserAgentServer {
     if (text.trim() === '') return;
     let message;
     try {
-      message = parseSipMessage(text);
+      message = parseSipMessage(text, this.options.messageLimits);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (err instanceof SipParseError && err.request && err.request.method !== 'ACK') {
-        this.options.logger.warn({ reason, method: err.request.method }, 'malformed SIP request: 400');
-        this.respond(err.request, 400, { reason: `Bad Request (${reason})`.slice(0, 120) });
+        this.options.logger.warn({ reason, method: err.request.method, status: err.status }, `${err.status === 513 ? 'oversized' : 'malformed'} SIP request: ${err.status}`);
+        this.respond(err.request, err.status, { reason: `${reasonPhrase(err.status)} (${reason})`.slice(0, 120) });
         return;
       }
       this.options.logger.warn({ reason, sample: text.slice(0, 60) }, 'unparseable SIP message: closing the WebSocket');
@@ -243,7 +247,8 @@ export class SipUserAgentServer {
       this.respond(invite, 400, { reason: 'Bad Request (no Contact)' });
       return;
     }
-    const unsupported = getHeaderValues(invite, 'Require').filter((ext) => !SUPPORTED_EXTENSIONS.has(ext.toLowerCase()));
+    // Each named once: the answer never outgrows the request.
+    const unsupported = [...new Set(getHeaderValues(invite, 'Require').filter((ext) => !SUPPORTED_EXTENSIONS.has(ext.toLowerCase())))];
     if (unsupported.length > 0) {
       log.info({ unsupported }, 'INVITE requires unsupported extensions: 420');
       this.respond(invite, 420, { headers: [{ name: 'Unsupported', value: unsupported.join(', ') }] });
@@ -298,7 +303,8 @@ export class SipUserAgentServer {
     const admission = await this.options.admission.admit(invite);
     if (isRejection(admission)) {
       log.info({ status: admission.reject, reason: admission.reason }, 'INVITE refused');
-      this.failInvite(dialog, admission.reject, { reason: admission.reason });
+      const retryAfter = admission.retryAfterSeconds !== undefined ? [{ name: 'Retry-After', value: String(admission.retryAfterSeconds) }] : [];
+      this.failInvite(dialog, admission.reject, { reason: admission.reason, headers: retryAfter });
       if (admission.reject !== 503 && ++this.refusals >= (this.options.maxRefusals ?? 10) && !this.closing) {
         log.warn({ refusals: this.refusals }, 'too many refused INVITEs: closing the WebSocket');
         this.closing = true;

@@ -9,7 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { ConfigError } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
-import { isRejection, ServiceCallAdmission, type CallAdmission } from './admission.js';
+import { isRejection, ServiceCallAdmission, type AdmittedCall, type CallAdmission } from './admission.js';
 import { callerAddress, CallerLimits, DEFAULT_CALLER_LIMITS, type CallerLimitsOptions } from './callerLimits.js';
 import type { ChannelCloseReason } from './media/channel.js';
 import type { DigestCredentials } from './sip/digest.js';
@@ -99,14 +99,18 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
 
   const media = options.media ?? webRtcAnswerer(new WebRtcEndpoint(new FrameClock((err) => logger.error({ err }, 'media tick failed')), options.rtc));
 
-  // One live media session per call id on this edge (a create-web-call token can be replayed).
-  const reserved = new Set<string>();
+  // One live media session per call id on this edge; across edges the service's claim of the
+  // call decides (admission.ts), and a claim whose media never came up is handed back at its end.
+  const reserved = new Map<string, AdmittedCall>();
   const admission: CallAdmission = {
     async admit(invite) {
       const result = await options.admission.admit(invite);
       if (isRejection(result)) return result;
-      if (reserved.has(result.callId)) return { reject: 409, reason: 'Call already connected' };
-      reserved.add(result.callId);
+      if (reserved.has(result.callId)) {
+        await options.admission.ended?.(result, false);
+        return { reject: 409, reason: 'Call already connected' };
+      }
+      reserved.set(result.callId, result);
       return result;
     },
   };
@@ -204,7 +208,9 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
         options.onCall(call);
       },
       onCallEnded: (callId: string, reason: ChannelCloseReason, established: boolean) => {
+        const admitted = reserved.get(callId);
         reserved.delete(callId);
+        if (admitted) void options.admission.ended?.(admitted, established);
         calls.delete(callId);
         options.onCallEnded?.(callId, reason, established);
       },

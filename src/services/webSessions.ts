@@ -6,7 +6,7 @@
  * under concurrency: tryAcquireSessionSlot locks the team row), passes it to its call at
  * redemption, and gives it back at expiry; the call gives it back when it ends.
  */
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -18,6 +18,7 @@ import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
 import { findWebSessionById, findWebSessionByTokenHash, insertWebSession, markWebSessionExpired } from '../db/repositories/webSessions.js';
 import { hashSecret } from '../domain/digests.js';
+import { mintWebCallToken, WEB_CALL_CONNECT_MS } from '../domain/webCallTokens.js';
 import type { Logger } from '../logging/logger.js';
 import { TEAM_ID, WEB_SESSION_ID } from '../temporal/searchAttributes.js';
 import { startWorkflowOnce } from '../temporal/startOnce.js';
@@ -55,9 +56,6 @@ export const ceilingMessage = (maxConcurrent: number) => `Team is at its concurr
  * redemption admitted just before the deadline from finding its slot already reclaimed.
  */
 export const SESSION_SLOT_GRACE_MS = 60_000;
-/** A create-web-call call waits this long for the browser (workflows/callWorkflow.ts WEB_CONNECT_TIMEOUT_MS). */
-const WEB_CALL_CONNECT_MS = 2 * 60_000;
-
 /** The SIP headers of web calls (docs/web-calls.md); the browser forwards each one verbatim. */
 export const WEB_CALL_HEADERS = {
   sessionToken: 'X-Session-Token',
@@ -100,11 +98,12 @@ export function generateSessionToken(): string {
 export const hashSessionToken = (token: string): string => hashSecret(token);
 
 /**
- * The X-Call-Token of a create-web-call call: HMAC-SHA256 of `web-call:<call_id>` under
- * MEDIA_EDGE_SECRET (base64url), which the media edge checks without asking the service.
+ * The X-Call-Token of a create-web-call call (src/domain/webCallTokens.ts): valid until the
+ * end of the call's connect window, an HMAC under MEDIA_EDGE_SECRET that the media edge
+ * checks before it asks the service for the call's state.
  */
-export function webCallToken(secret: string, callId: string): string {
-  return createHmac('sha256', secret).update(`web-call:${callId}`).digest('base64url');
+export function webCallToken(secret: string, callId: string, expiresAt: Date): string {
+  return mintWebCallToken(secret, callId, expiresAt);
 }
 
 interface FixedChoices {
@@ -317,7 +316,8 @@ export async function createWebCall(deps: WebSessionServiceDeps, input: CreateWe
   const callId = input.callId ?? randomUUID();
 
   // Held as a session-kind slot keyed by the call id until the call row exists, then passed to it.
-  const slot = await tryAcquireSessionSlot(deps.pool, input.teamId, callId, new Date(Date.now() + WEB_CALL_CONNECT_MS + SESSION_SLOT_GRACE_MS));
+  const connectBy = new Date(Date.now() + WEB_CALL_CONNECT_MS);
+  const slot = await tryAcquireSessionSlot(deps.pool, input.teamId, callId, new Date(connectBy.getTime() + SESSION_SLOT_GRACE_MS));
   if (!slot.granted) throw ceilingReached(slot.maxConcurrent);
   let contactId: string;
   try {
@@ -341,7 +341,7 @@ export async function createWebCall(deps: WebSessionServiceDeps, input: CreateWe
 
   const did = choices.didNumber ?? BROWSER_ONLY_DID;
   const headers: Record<string, string> = { [WEB_CALL_HEADERS.callId]: callId };
-  if (deps.config.MEDIA_EDGE_SECRET) headers[WEB_CALL_HEADERS.callToken] = webCallToken(deps.config.MEDIA_EDGE_SECRET, callId);
+  if (deps.config.MEDIA_EDGE_SECRET) headers[WEB_CALL_HEADERS.callToken] = webCallToken(deps.config.MEDIA_EDGE_SECRET, callId, connectBy);
   headers[WEB_CALL_HEADERS.scriptId] = choices.scriptId;
   headers[WEB_CALL_HEADERS.contactId] = contactId;
   headers[WEB_CALL_HEADERS.did] = did;

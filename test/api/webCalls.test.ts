@@ -10,8 +10,10 @@ import type { Worker } from '@temporalio/worker';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
 import { countTeamWebSessions, findWebSessionById } from '../../src/db/repositories/webSessions.js';
-import { webSessionWorkflowId, WEB_SESSION_TTL_MS } from '../../workflows/contracts.js';
+import { WEB_CONNECT_TIMEOUT_MS } from '../../workflows/callWorkflow.js';
+import { callWorkflowId, webSessionWorkflowId, WEB_SESSION_TTL_MS } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { insertPhoneCalls } from '../support/callRows.js';
 import { callTestConfig, createCallWorker } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
 
@@ -271,7 +273,9 @@ describe('POST /internal/v1/web-sessions/redeem', () => {
 
 describe('POST /api/v1/create-web-call', () => {
   test('201: the call exists now as scheduled, with the SIP bootstrap and X-Call-Id / X-Call-Token headers', async () => {
+    const before = Date.now();
     const res = await createCall(team, { participant_identity: 'Kiosk 3' });
+    const after = Date.now();
     assert.equal(res.status, 201, res.text);
     const body = res.json;
     assert.equal(body.success, true);
@@ -281,9 +285,12 @@ describe('POST /api/v1/create-web-call', () => {
     assert.equal(body.ws_url, EDGE.MEDIA_EDGE_WS_URL);
     assert.equal(body.target, EDGE.MEDIA_EDGE_TARGET);
     assert.equal(body.sip_username, EDGE.MEDIA_EDGE_SIP_USERNAME);
+    // The token's expiry is the end of the two-minute connect window, inside what the HMAC covers.
+    const exp = Number(String(body.headers['X-Call-Token']).split('.')[0]);
+    assert.ok(exp >= Math.floor((before + 120_000) / 1000) && exp <= Math.floor((after + 120_000) / 1000), `exp ${exp}`);
     assert.deepEqual(body.headers, {
       'X-Call-Id': body.call_id,
-      'X-Call-Token': createHmac('sha256', SECRET).update(`web-call:${body.call_id}`).digest('base64url'),
+      'X-Call-Token': `${exp}.${createHmac('sha256', SECRET).update(`web-call:${body.call_id}:${exp}`).digest('base64url')}`,
       'X-Script-Id': team.scriptId,
       'X-Contact-Id': body.contact_id,
       'X-Did': 'web',
@@ -319,10 +326,86 @@ describe('POST /api/v1/create-web-call', () => {
   });
 });
 
+describe('the media edge’s claim of a web call and its System Notes (internal API)', () => {
+  const claim = (callId: string, claimId: unknown, auth: { secret?: string } = { secret: SECRET }) =>
+    app.request('POST', `/internal/v1/web-calls/${callId}/claim`, { key: auth.secret, body: { claim_id: claimId } });
+  const release = (callId: string, claimId: unknown) => app.request('POST', `/internal/v1/web-calls/${callId}/release`, { key: SECRET, body: { claim_id: claimId } });
+  const note = (callId: string, body: unknown, auth: { secret?: string } = { secret: SECRET }) =>
+    app.request('POST', `/internal/v1/calls/${callId}/system-notes`, { key: auth.secret, body });
+
+  test('one claim per scheduled web call: 200 names the team, the same claim again 200, another 409; released, another may claim; unknown and phone calls 404', async () => {
+    const t = await createTestTeam(app.pool, { maxConcurrent: 5 });
+    const callId = (await createCall(t)).json.call_id;
+    const first = randomUUID();
+    const res = await claim(callId, first);
+    assert.deepEqual([res.status, res.json], [200, { success: true, call_id: callId, team_id: t.teamId, script_id: t.scriptId, contact_id: res.json.contact_id }]);
+    assert.equal((await claim(callId, first)).status, 200, 'a retried claim is still its own');
+    const second = randomUUID();
+    const refused = await claim(callId, second);
+    assert.equal(refused.status, 409);
+    assert.equal(refused.json.message, 'Call already connected');
+    assert.deepEqual((await release(callId, second)).json, { success: true, call_id: callId, released: false }, 'a claim not held releases nothing');
+    assert.deepEqual((await release(callId, first)).json, { success: true, call_id: callId, released: true });
+    assert.equal((await claim(callId, second)).status, 200);
+
+    const unknown = await claim(randomUUID(), first);
+    assert.deepEqual([unknown.status, unknown.json], [404, { success: false, message: 'Call not found' }]);
+    assert.equal((await claim('not-a-uuid', first)).status, 404);
+    const [phoneCall] = await insertPhoneCalls(app.pool, { id: t.teamId, scriptId: t.scriptId }, 1);
+    assert.equal((await claim(phoneCall, first)).status, 404, 'only web calls are claimed');
+  });
+
+  test('claim and release need the media edge secret and a UUID claim_id (400 naming it), writing nothing', async () => {
+    const t = await createTestTeam(app.pool, { maxConcurrent: 5 });
+    const callId = (await createCall(t)).json.call_id;
+    assert.equal((await claim(callId, randomUUID(), {})).status, 401);
+    assert.equal((await claim(callId, randomUUID(), { secret: t.apiKey })).status, 401, 'an API key is not the media edge');
+    for (const bad of [undefined, 'nope', 42]) {
+      const res = await claim(callId, bad);
+      assert.equal(res.status, 400, JSON.stringify(bad));
+      assert.match(res.json.message, /claim_id/);
+    }
+    assert.equal((await release(callId, 'nope')).status, 400);
+    const { rows } = await app.pool.query('SELECT 1 FROM web_call_claims WHERE call_id = $1', [callId]);
+    assert.equal(rows.length, 0, 'nothing claimed');
+  });
+
+  test('a web call that ended is 410 naming its status; a System Note is refused 409 while it is open, added once after it ended', async () => {
+    const t = await createTestTeam(app.pool, { maxConcurrent: 5 });
+    const callId = (await createCall(t)).json.call_id;
+    const recordingLost = { kind: 'recording_lost', text: 'The recording could not be stored.' };
+    const open = await note(callId, recordingLost);
+    assert.deepEqual([open.status, open.json], [409, { success: false, message: 'Call has not ended yet' }]);
+
+    await env.sleep(WEB_CONNECT_TIMEOUT_MS + 1000);
+    await env.client.workflow.getHandle(callWorkflowId(callId)).result();
+    const ended = await claim(callId, randomUUID());
+    assert.deepEqual([ended.status, ended.json], [410, { success: false, message: 'Call has ended: its status is failed' }]);
+
+    assert.deepEqual((await note(callId, recordingLost)).json, { success: true, call_id: callId, added: true });
+    assert.deepEqual((await note(callId, recordingLost)).json, { success: true, call_id: callId, added: false }, 'a repeated report adds nothing');
+    const result = await app.request('GET', `/api/v1/get-call-result/${callId}`, { key: t.apiKey });
+    const notes = result.json.call.system_notes as { kind: string; text: string }[];
+    assert.deepEqual(
+      notes.filter((n) => n.kind === 'recording_lost').map((n) => n.text),
+      [recordingLost.text],
+    );
+
+    assert.equal((await note(callId, recordingLost, {})).status, 401);
+    const badKind = await note(callId, { kind: 'anything', text: 'x' });
+    assert.deepEqual([badKind.status, badKind.json.message], [400, 'Invalid request: kind: must be one of recording_lost']);
+    assert.match((await note(callId, { kind: 'recording_lost' })).json.message, /text is required/);
+    assert.equal((await note(randomUUID(), recordingLost)).status, 404);
+  });
+});
+
 test('the OpenAPI document describes the web-call endpoints and the redeem endpoint', async () => {
   const res = await app.request('GET', '/api/v1/openapi.json');
   const paths = res.json.paths;
   assert.ok(paths['/api/v1/create-web-session'].post.responses['429']);
   assert.ok(paths['/api/v1/create-web-call'].post.responses['201']);
   assert.ok(paths['/internal/v1/web-sessions/redeem'].post.responses['410']);
+  assert.ok(paths['/internal/v1/web-calls/{call_id}/claim'].post.responses['410']);
+  assert.ok(paths['/internal/v1/web-calls/{call_id}/release'].post.responses['200']);
+  assert.ok(paths['/internal/v1/calls/{call_id}/system-notes'].post.responses['409']);
 });

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { after, before, beforeEach, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { createLogger } from '../../src/logging/logger.js';
-import { expectedCallToken, type AdmissionResult, type CallAdmission } from '../../src/mediaEdge/admission.js';
+import { checkWebCallToken, mintWebCallToken } from '../../src/domain/webCallTokens.js';
+import type { AdmissionResult, CallAdmission } from '../../src/mediaEdge/admission.js';
 import { getHeader, getHeaderValues, type SipRequest, type SipResponse } from '../../src/mediaEdge/sip/message.js';
 import { loadMediaEdgeConfig, startMediaEdge, type EstablishedCall, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { FAKE_ANSWER_SDP, FakeMediaAnswerer } from '../support/fakeMedia.js';
@@ -30,7 +31,7 @@ const admission: CallAdmission = {
     if (token) return { reject: 404, reason: 'Session token not found' };
     const callToken = getHeader(invite, 'X-Call-Token');
     const callId = getHeader(invite, 'X-Call-Id');
-    if (callToken && callId && callToken === expectedCallToken(SECRET, callId)) return { callId, credential: 'call_token' };
+    if (callToken && callId && checkWebCallToken(SECRET, callId, callToken).valid) return { callId, credential: 'call_token' };
     return { reject: 403, reason: callToken ? 'Invalid call token' : 'Missing session token' };
   },
 };
@@ -178,7 +179,7 @@ test('a socket whose INVITEs are refused ten times is closed (1008): no token gu
 
 test('a create-web-call token is checked against its call id; a second live session of the same call is 409', async () => {
   const c = await client();
-  const headers = { 'X-Call-Id': WEB_CALL_ID, 'X-Call-Token': expectedCallToken(SECRET, WEB_CALL_ID) };
+  const headers = { 'X-Call-Id': WEB_CALL_ID, 'X-Call-Token': mintWebCallToken(SECRET, WEB_CALL_ID, new Date(Date.now() + 60_000)) };
   const established = nextCall();
   const first = c.invite({ headers });
   assert.equal((await c.answered(first)).status, 200);

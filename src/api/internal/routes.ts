@@ -1,6 +1,26 @@
+import { isUuid } from '../../domain/ids.js';
+import { addEdgeNote } from '../../services/callEvents.js';
+import { CALL_NOT_FOUND } from '../../services/calls.js';
+import { notFound } from '../../services/errors.js';
+import { claimWebCallMedia, releaseWebCallMedia } from '../../services/webCallClaims.js';
 import { redeemWebSession } from '../../services/webSessions.js';
 import { defineRoute } from '../route.js';
-import { redeemWebSessionBody, redeemWebSessionResponse } from './schemas.js';
+import {
+  edgeNoteBody,
+  edgeNoteResponse,
+  redeemWebSessionBody,
+  redeemWebSessionResponse,
+  webCallClaimBody,
+  webCallClaimResponse,
+  webCallIdParams,
+  webCallReleaseResponse,
+} from './schemas.js';
+
+/** A call id from the path: anything that is not a UUID names no call (404). */
+function callIdFrom(params: { call_id: string }): string {
+  if (!isUuid(params.call_id)) throw notFound(CALL_NOT_FOUND);
+  return params.call_id.toLowerCase();
+}
 
 /** The media edge's internal API (docs/web-calls.md); the calls events endpoint lives with the calls routes. */
 export const internalRoutes = [
@@ -25,6 +45,76 @@ export const internalRoutes = [
     handler: async ({ body }, deps) => {
       const redemption = await redeemWebSession(deps, body.session_token);
       return { status: 201, body: { success: true, call_id: redemption.callId, script_id: redemption.scriptId, contact_id: redemption.contactId } };
+    },
+  }),
+
+  defineRoute({
+    method: 'post',
+    path: '/internal/v1/web-calls/{call_id}/claim',
+    operationId: 'claimWebCall',
+    summary: 'Claim a create-web-call call’s media (media edge)',
+    description:
+      'Internal (Bearer MEDIA_EDGE_SECRET). Sent by the media edge for an INVITE with a valid `X-Call-Token`, before it binds any media port: of all edges exactly one claim of a scheduled web call succeeds. Released (POST …/release) when its media never came up; kept once the call connected.',
+    tags: ['Internal'],
+    auth: 'mediaEdge',
+    request: { params: webCallIdParams, body: webCallClaimBody, bodyRequired: true },
+    responses: {
+      200: { description: 'The call is this claim’s: the edge may answer the INVITE', schema: webCallClaimResponse },
+      400: { description: 'Malformed body' },
+      401: { description: 'Missing or wrong media edge secret' },
+      404: { description: 'No such web call' },
+      409: { description: 'Call already connected (claimed by another INVITE, or in progress)' },
+      410: { description: 'The call has ended (the message names its status)' },
+    },
+    handler: async ({ params, body }, deps) => {
+      const claim = await claimWebCallMedia(deps, callIdFrom(params), body.claim_id.toLowerCase());
+      return { body: { success: true, call_id: claim.callId, team_id: claim.teamId, script_id: claim.scriptId, contact_id: claim.contactId } };
+    },
+  }),
+
+  defineRoute({
+    method: 'post',
+    path: '/internal/v1/web-calls/{call_id}/release',
+    operationId: 'releaseWebCall',
+    summary: 'Hand back a web call’s media claim (media edge)',
+    description: 'Internal (Bearer MEDIA_EDGE_SECRET). The INVITE that claimed the call ended before its media came up: another INVITE may claim it.',
+    tags: ['Internal'],
+    auth: 'mediaEdge',
+    request: { params: webCallIdParams, body: webCallClaimBody, bodyRequired: true },
+    responses: {
+      200: { description: 'Released (or there was nothing of this claim to release)', schema: webCallReleaseResponse },
+      400: { description: 'Malformed body' },
+      401: { description: 'Missing or wrong media edge secret' },
+      404: { description: 'call_id is not a UUID' },
+    },
+    handler: async ({ params, body }, deps) => {
+      const callId = callIdFrom(params);
+      const released = await releaseWebCallMedia(deps, callId, body.claim_id.toLowerCase());
+      return { body: { success: true, call_id: callId, released } };
+    },
+  }),
+
+  defineRoute({
+    method: 'post',
+    path: '/internal/v1/calls/{call_id}/system-notes',
+    operationId: 'addEdgeSystemNote',
+    summary: 'Add a System Note to an ended call (media edge)',
+    description:
+      'Internal (Bearer MEDIA_EDGE_SECRET). What the media edge learns after a call ended, such as `recording_lost` (the recording could not be stored and its audio was discarded). One note per kind and call: a repeated report adds nothing.',
+    tags: ['Internal'],
+    auth: 'mediaEdge',
+    request: { params: webCallIdParams, body: edgeNoteBody, bodyRequired: true },
+    responses: {
+      200: { description: 'The note is on the call', schema: edgeNoteResponse },
+      400: { description: 'Malformed body (the message names the field)' },
+      401: { description: 'Missing or wrong media edge secret' },
+      404: { description: 'No such call' },
+      409: { description: 'Call has not ended yet (its workflow still writes notes)' },
+    },
+    handler: async ({ params, body }, deps) => {
+      const callId = callIdFrom(params);
+      const { added } = await addEdgeNote(deps, callId, body);
+      return { body: { success: true, call_id: callId, added } };
     },
   }),
 ];

@@ -1,4 +1,5 @@
 import { z } from '../schemas.js';
+import { EDGE_NOTE_KINDS } from '../../services/callEvents.js';
 
 export const redeemWebSessionBody = z
   .object({
@@ -13,3 +14,36 @@ export const redeemWebSessionBody = z
 export const redeemWebSessionResponse = z
   .object({ success: z.literal(true), call_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid() })
   .openapi('RedeemWebSessionResponse');
+
+export const webCallIdParams = z.object({ call_id: z.string().openapi({ description: 'The web call id (UUID), the INVITE’s X-Call-Id' }) });
+
+export const webCallClaimBody = z
+  .object({
+    claim_id: z
+      .string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string') })
+      .uuid('must be a UUID')
+      .openapi({ description: 'Chosen by the media edge for this INVITE; its release names it' }),
+  })
+  .openapi('WebCallClaimRequest');
+
+export const webCallClaimResponse = z
+  .object({ success: z.literal(true), call_id: z.string().uuid(), team_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid() })
+  .openapi('WebCallClaimResponse');
+
+export const webCallReleaseResponse = z
+  .object({ success: z.literal(true), call_id: z.string().uuid(), released: z.boolean().openapi({ description: 'false when the claim was not held (released already, or another’s)' }) })
+  .openapi('WebCallReleaseResponse');
+
+export const edgeNoteBody = z
+  .object({
+    kind: z.enum(EDGE_NOTE_KINDS, { error: (issue) => (issue.input === undefined ? undefined : `must be one of ${EDGE_NOTE_KINDS.join(', ')}`) }),
+    text: z
+      .string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string') })
+      .min(1, 'must not be empty')
+      .max(1000, 'must be at most 1000 characters'),
+  })
+  .openapi('EdgeSystemNoteRequest');
+
+export const edgeNoteResponse = z
+  .object({ success: z.literal(true), call_id: z.string().uuid(), added: z.boolean().openapi({ description: 'false when the call already had a note of this kind' }) })
+  .openapi('EdgeSystemNoteResponse');

@@ -292,6 +292,24 @@ export async function appendSystemNotes(db: Queryable, callId: string, startInde
 }
 
 /**
+ * Appends one System Note of `note.kind` to a call that has ended, once: the workflow has
+ * written its last note by then (its own appends are positional, so a note slipped in while
+ * it runs would make them miss). `noted` when a note of that kind is there already.
+ */
+export async function appendNoteToEndedCall(db: Queryable, callId: string, note: SystemNote): Promise<'added' | 'noted' | 'open' | 'not_found'> {
+  // A concurrent append waits for the row and re-checks the condition on the new version.
+  const { rowCount } = await db.query(
+    `UPDATE calls SET system_notes = system_notes || jsonb_build_array($2::jsonb), modified_at = now()
+      WHERE id = $1 AND status NOT IN ${OPEN_STATUS_SQL} AND NOT system_notes @> jsonb_build_array(jsonb_build_object('kind', $3::text))`,
+    [callId, JSON.stringify(note), note.kind],
+  );
+  if ((rowCount ?? 0) > 0) return 'added';
+  const { rows } = await db.query<{ status: string }>('SELECT status FROM calls WHERE id = $1', [callId]);
+  if (!rows[0]) return 'not_found';
+  return rows[0].status === 'scheduled' || rows[0].status === 'in-progress' ? 'open' : 'noted';
+}
+
+/**
  * One write of what a stretch of the conversation produced: the progress of an in-progress
  * call, turns appended from index `turnStart` and System Notes from `noteStart`. Each part
  * is applied only when the row is where the writer expects it (a retry writes nothing twice).

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { createRateLimiter } from '../rateLimit/limiter.js';
 import { createRecordingStore } from '../recordings/index.js';
+import { SynthesisPool } from '../recordings/synthesisPool.js';
 import { wakeListBatches } from '../services/batches.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
@@ -16,6 +17,9 @@ export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes(
     rateLimiter: input.rateLimiter ?? createRateLimiter(input),
     listContactsAdded: input.listContactsAdded ?? wakeListBatches(input),
     recordings: input.recordings ?? createRecordingStore(input.config),
+    synthesisPool:
+      input.synthesisPool ??
+      new SynthesisPool({ concurrency: input.config.RECORDING_SYNTHESIS_CONCURRENCY, maxQueued: input.config.RECORDING_SYNTHESIS_MAX_QUEUED }),
   };
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;

@@ -5,6 +5,7 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../logging/logger.js';
 import type { RateLimiter } from '../rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from '../recordings/index.js';
+import type { SynthesisPool } from '../recordings/synthesisPool.js';
 import type { ListContactsAddedListener } from '../services/lists.js';
 import type { HostResolver } from '../webhooks/addresses.js';
 import type { KeyUsageRecorder } from './middleware/keyUsage.js';
@@ -25,6 +26,8 @@ export interface AppDeps {
   recordings?: RecordingStore;
   /** Speaks simulated calls' transcripts into their recordings; default text2wave. */
   speech?: SpeechSynthesis;
+  /** Bounds those syntheses; createApp builds it from RECORDING_SYNTHESIS_* when absent. */
+  synthesisPool?: SynthesisPool;
   /** Resolves event webhook hosts for the address check; default dns.lookup. */
   resolveHost?: HostResolver;
 }

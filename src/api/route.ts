@@ -24,6 +24,8 @@ export interface RouteResponseSpec {
   schema?: ZodType;
   /** Default application/json; the API reference page and its files answer other types. */
   contentType?: string;
+  /** Headers the answer carries (e.g. Retry-After on a 503), as OpenAPI header objects. */
+  headers?: Record<string, { description: string; schema: { type: 'integer' | 'string'; minimum?: number } }>;
 }
 
 export interface RouteRequest<P, Q, B> {
@@ -126,7 +128,10 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
   const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, ...route.responses };
   for (const [status, spec] of Object.entries(all)) {
     const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
-    responses[status] = schema ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema } } } : { description: spec.description };
+    const headers = spec.headers ? { headers: spec.headers } : {};
+    responses[status] = schema
+      ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema } }, ...headers }
+      : { description: spec.description, ...headers };
   }
   const operation = documentIdempotency(route, {
     method: route.method,

@@ -100,6 +100,11 @@ export const configSchema = z.object({
   PUBLIC_API_URL: url(['http:', 'https:']).optional(),
   RECORDING_LINK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   RECORDING_LINK_TTL_SECONDS: positiveInt.max(604_800, 'must be at most 604800 (7 days)').default(900),
+  // Simulated calls' recordings spoken on first read (docs/media-edge.md, "Recordings"): how
+  // many are made at once (one text2wave process each) and how many more may wait; past
+  // that a read answers 503 with Retry-After.
+  RECORDING_SYNTHESIS_CONCURRENCY: positiveInt.max(64, 'must be at most 64').default(2),
+  RECORDING_SYNTHESIS_MAX_QUEUED: z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').max(10_000, 'must be at most 10000').default(20),
   // Event webhooks (docs/event-webhooks.md): whether endpoints may point at non-public
   // addresses (local development and tests), the delays between attempts, and how many
   // attempts one worker sends at once.

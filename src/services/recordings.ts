@@ -16,6 +16,7 @@ import { recordingKey } from '../recordings/keys.js';
 import { synthesiseConversation } from '../recordings/simulated.js';
 import type { ByteRange, RecordingStore, StoredObject } from '../recordings/store.js';
 import { SynthesisUnavailableError, text2waveSynthesis, type SpeechSynthesis } from '../recordings/synthesis.js';
+import type { SynthesisPool } from '../recordings/synthesisPool.js';
 import { notConfigured, notFound, unauthenticated } from './errors.js';
 
 export interface RecordingServiceDeps {
@@ -24,6 +25,8 @@ export interface RecordingServiceDeps {
   recordings: RecordingStore;
   /** Speaks the transcripts of simulated calls; default festival's text2wave. */
   speech?: SpeechSynthesis;
+  /** Bounds how many of those are spoken at once and wait (a full pool throws SynthesisBusyError). */
+  synthesisPool: SynthesisPool;
   logger?: Logger;
 }
 
@@ -32,6 +35,9 @@ export const RECORDING_LINKS_NOT_CONFIGURED = 'Recording links are not configure
 export const RECORDING_LINK_INVALID = 'Recording link is invalid';
 export const RECORDING_LINK_EXPIRED = 'Recording link has expired';
 export const SIMULATED_RECORDINGS_UNAVAILABLE = 'Recordings of simulated calls cannot be synthesised in this environment';
+/** The answer (503, with the same Retry-After) when the synthesis pool and its queue are full. */
+export const recordingSynthesisBusy = (retryAfterSeconds: number) =>
+  `Too many recordings of simulated calls are being synthesised right now; retry in ${retryAfterSeconds} seconds`;
 
 /** The path of a call's recording. */
 export const recordingPath = (callId: string) => `/api/v1/recordings/${callId}`;
@@ -50,15 +56,15 @@ export function isSynthesisedRecording(call: Pick<CallRecord, 'provider' | 'anal
 }
 
 let defaultSpeech: SpeechSynthesis | undefined;
-/** Syntheses under way, by key: concurrent first reads of one call make it once. */
+/** Syntheses under way or waiting in the pool, by key: concurrent first reads of one call make it once and take one place. */
 const synthesising = new Map<string, Promise<void>>();
 
 async function synthesise(deps: RecordingServiceDeps, call: CallRecord, key: string): Promise<void> {
   let pending = synthesising.get(key);
   if (!pending) {
     const speech = deps.speech ?? (defaultSpeech ??= text2waveSynthesis());
-    pending = synthesiseConversation(call.conversation, speech)
-      .then((wav) => deps.recordings.put(key, wav, 'audio/wav'))
+    pending = deps.synthesisPool
+      .run(async () => deps.recordings.put(key, await synthesiseConversation(call.conversation, speech), 'audio/wav'))
       .finally(() => synthesising.delete(key));
     synthesising.set(key, pending);
   }

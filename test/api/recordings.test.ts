@@ -55,12 +55,12 @@ const toneSpeech = (calls: string[]): SpeechSynthesis => async (text) => {
 };
 
 /** The API on a port chosen first, so that PUBLIC_API_URL (the base of links and recording_url) is its real address. */
-async function startRecordingsApi(opts: { recordings: RecordingStore; config?: Partial<Record<keyof Config, string>> }): Promise<RecordingsApi> {
+async function startRecordingsApi(opts: { recordings: RecordingStore; config?: Partial<Record<keyof Config, string>>; speech?: SpeechSynthesis }): Promise<RecordingsApi> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const config = testConfig({ PUBLIC_API_URL: url, RECORDING_LINK_SECRET: LINK_SECRET, ...opts.config });
   const speechCalls: string[] = [];
-  const api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port, recordings: opts.recordings, speech: toneSpeech(speechCalls) });
+  const api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port, recordings: opts.recordings, speech: opts.speech ?? toneSpeech(speechCalls) });
   return { url, config, api, speechCalls };
 }
 
@@ -419,6 +419,64 @@ describe('simulated calls', () => {
     assert.ok((await request('GET', link.json.url)).body.equals(first.body));
   });
 
+  test('many first reads at once: at most RECORDING_SYNTHESIS_CONCURRENCY syntheses run, MAX_QUEUED wait, the rest answer 503 with Retry-After; later reads succeed', async () => {
+    // The synthesiser holds every turn until released, counting how many run at once.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const speaking = { now: 0, peak: 0, started: 0 };
+    const tones = toneSpeech([]);
+    const gatedSpeech: SpeechSynthesis = async (text) => {
+      speaking.now++;
+      speaking.started++;
+      speaking.peak = Math.max(speaking.peak, speaking.now);
+      try {
+        await released;
+        return await tones(text);
+      } finally {
+        speaking.now--;
+      }
+    };
+    const bounded = await startRecordingsApi({ recordings: store, speech: gatedSpeech, config: { RECORDING_SYNTHESIS_CONCURRENCY: '2', RECORDING_SYNTHESIS_MAX_QUEUED: '2' } });
+    try {
+      const team = await createTestTeam(pool);
+      const calls = await Promise.all(Array.from({ length: 8 }, () => endedCall(team, { provider: 'simulator', turns: TURNS })));
+      await Promise.all(calls.map((id) => analyse(id)));
+      const answers: Awaited<ReturnType<typeof request>>[] = [];
+      const reads = calls.map((id) =>
+        request('GET', `${bounded.url}/api/v1/recordings/${id}`, { key: team.apiKey }).then((res) => {
+          answers.push(res);
+          return { id, res };
+        }),
+      );
+      // Two run and two wait, held by the synthesiser; the other four are answered at once.
+      // (Without a bound all eight would be speaking.)
+      while (answers.length + speaking.started < 6) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(speaking.peak, 2, 'two syntheses at once');
+      assert.equal(answers.length, 4, 'four answered while the others are held');
+      for (const busy of answers) {
+        assert.equal(busy.status, 503);
+        assert.equal(busy.headers.get('retry-after'), '5');
+        assert.deepEqual(busy.json, { success: false, message: 'Too many recordings of simulated calls are being synthesised right now; retry in 5 seconds' });
+      }
+      release();
+      const settled = await Promise.all(reads);
+      const refused = settled.filter(({ res }) => res.status === 503).map(({ id }) => id);
+      assert.equal(refused.length, 4);
+      assert.deepEqual(settled.filter(({ res }) => res.status === 200).length, 4, 'the ones that waited are served');
+      for (const id of refused) assert.equal(await store.exists(recordingKey(team.teamId, id)), false, 'a refused read makes nothing');
+      // Retried later, each is made and served.
+      for (const id of refused) {
+        const again = await request('GET', `${bounded.url}/api/v1/recordings/${id}`, { key: team.apiKey });
+        assert.equal(again.status, 200, id);
+        assert.deepEqual([decodeWav(again.body).channels, decodeWav(again.body).sampleRate], [2, 16_000]);
+      }
+      assert.equal(speaking.peak, 2, 'never more than two, the retries included');
+    } finally {
+      release(); // held reads would keep the server from closing
+      await bounded.api.close();
+    }
+  });
+
   test('an unanswered one has recording_url null and no recording', async () => {
     const team = await createTestTeam(pool);
     const callId = await endedCall(team, { provider: 'simulator', connected: false });
@@ -437,4 +495,11 @@ test('the three recording endpoints are in the OpenAPI document', async () => {
   const audio = doc.paths['/api/v1/recordings/{call_id}/audio'].get;
   assert.deepEqual(audio.security, []);
   assert.ok(audio.responses['403']);
+  // Both reads may synthesise a simulated call's recording: 503 with Retry-After when that is at capacity.
+  for (const read of [doc.paths['/api/v1/recordings/{call_id}'].get, audio]) {
+    const busy = read.responses['503'];
+    assert.match(busy.description, /RECORDING_SYNTHESIS_CONCURRENCY/);
+    assert.deepEqual(busy.headers['Retry-After'].schema, { type: 'integer', minimum: 1 });
+    assert.ok(busy.content['application/json'].schema);
+  }
 });

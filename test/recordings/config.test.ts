@@ -31,18 +31,25 @@ test('a bad or missing recording setting stops start-up naming the variable', ()
     [{ RECORDING_LINK_SECRET: 'short' }, 'Invalid configuration: RECORDING_LINK_SECRET must be at least 16 characters'],
     [{ RECORDING_LINK_TTL_SECONDS: '0' }, 'Invalid configuration: RECORDING_LINK_TTL_SECONDS must be positive'],
     [{ RECORDING_LINK_TTL_SECONDS: '700000' }, 'Invalid configuration: RECORDING_LINK_TTL_SECONDS must be at most 604800 (7 days)'],
+    [{ RECORDING_SYNTHESIS_CONCURRENCY: '0' }, 'Invalid configuration: RECORDING_SYNTHESIS_CONCURRENCY must be positive'],
+    [{ RECORDING_SYNTHESIS_CONCURRENCY: 'many' }, 'Invalid configuration: RECORDING_SYNTHESIS_CONCURRENCY must be a number'],
+    [{ RECORDING_SYNTHESIS_CONCURRENCY: '65' }, 'Invalid configuration: RECORDING_SYNTHESIS_CONCURRENCY must be at most 64'],
+    [{ RECORDING_SYNTHESIS_MAX_QUEUED: '-1' }, 'Invalid configuration: RECORDING_SYNTHESIS_MAX_QUEUED must not be negative'],
+    [{ RECORDING_SYNTHESIS_MAX_QUEUED: '2.5' }, 'Invalid configuration: RECORDING_SYNTHESIS_MAX_QUEUED must be a whole number'],
   ] as const) {
     assert.equal(configError(env), message, JSON.stringify(env));
   }
 });
 
-test('defaults: local files under <DATA_DIR>/recordings, links for 15 minutes, URLs on 127.0.0.1:<PORT>', () => {
+test('defaults: local files under <DATA_DIR>/recordings, links for 15 minutes, URLs on 127.0.0.1:<PORT>, two syntheses at once and 20 waiting', () => {
   const config = loadConfig({ DATA_DIR: '/srv/voice', PORT: '8080' });
   assert.equal(config.RECORDINGS_STORE, 'local');
   assert.equal(recordingsDir(config), path.join('/srv/voice', 'recordings'));
   assert.equal(createRecordingStore(config).kind, 'local');
   assert.equal(config.RECORDING_LINK_TTL_SECONDS, 900);
   assert.equal(config.RECORDING_LINK_SECRET, undefined);
+  assert.deepEqual([config.RECORDING_SYNTHESIS_CONCURRENCY, config.RECORDING_SYNTHESIS_MAX_QUEUED], [2, 20]);
+  assert.equal(loadConfig({ RECORDING_SYNTHESIS_MAX_QUEUED: '0' }).RECORDING_SYNTHESIS_MAX_QUEUED, 0);
   assert.equal(publicApiUrl(config), 'http://127.0.0.1:8080');
   assert.equal(publicApiUrl(loadConfig({ PUBLIC_API_URL: 'https://api.example.com/voice/' })), 'https://api.example.com/voice');
   const s3 = loadConfig(S3);

@@ -1,9 +1,11 @@
 import type { Context } from 'koa';
 import { RangeNotSatisfiableError, type ByteRange, type StoredObject } from '../../recordings/store.js';
+import { SynthesisBusyError } from '../../recordings/synthesisPool.js';
 import {
   createRecordingLink,
   openLinkedRecording,
   openTeamRecording,
+  recordingSynthesisBusy,
   type RecordingServiceDeps,
 } from '../../services/recordings.js';
 import { isUseCaseError } from '../../services/errors.js';
@@ -28,17 +30,20 @@ export function parseRange(header: string | undefined): ByteRange | undefined {
 }
 
 function serviceDeps(deps: AppDeps): RecordingServiceDeps {
-  if (!deps.recordings) throw new Error('AppDeps.recordings is missing: build the app with createApp()');
-  return { pool: deps.pool, config: deps.config, recordings: deps.recordings, speech: deps.speech, logger: deps.logger };
+  if (!deps.recordings || !deps.synthesisPool) throw new Error('AppDeps.recordings or synthesisPool is missing: build the app with createApp()');
+  return { pool: deps.pool, config: deps.config, recordings: deps.recordings, speech: deps.speech, synthesisPool: deps.synthesisPool, logger: deps.logger };
 }
 
-/** Opens the recording, answering 416 for a range outside it. */
+/** Opens the recording, answering 416 for a range outside it and 503 when a simulated call's recording cannot be made now. */
 async function opened(ctx: Context, open: (range?: ByteRange) => Promise<StoredObject>): Promise<StoredObject> {
   try {
     return await open(parseRange(ctx.get('Range') || undefined));
   } catch (err) {
     if (err instanceof RangeNotSatisfiableError) {
       throw new ApiError(416, `Range not satisfiable: the recording has ${err.size} bytes`, {}, { 'Content-Range': `bytes */${err.size}` });
+    }
+    if (err instanceof SynthesisBusyError) {
+      throw new ApiError(503, recordingSynthesisBusy(err.retryAfterSeconds), {}, { 'Retry-After': String(err.retryAfterSeconds) });
     }
     throw err;
   }
@@ -57,6 +62,13 @@ function audio(callId: string, object: StoredObject, cacheControl: string): Rout
   if (object.partial) headers['Content-Range'] = `bytes ${object.start}-${object.end}/${object.size}`;
   return { status: object.partial ? 206 : 200, body: object.stream, headers };
 }
+
+/** The 503 of the two reads: a simulated call's first read when the synthesis pool is full. */
+const synthesisBusy = {
+  description:
+    'Too many recordings of simulated calls are being synthesised: the first read of such a call found every synthesis slot busy and the queue full (RECORDING_SYNTHESIS_CONCURRENCY, RECORDING_SYNTHESIS_MAX_QUEUED). Nothing was made; retry after Retry-After seconds.',
+  headers: { 'Retry-After': { description: 'Whole seconds to wait before reading again.', schema: { type: 'integer' as const, minimum: 1 } } },
+};
 
 const rangeNote =
   'Send `Range: bytes=<start>-<end>` (or `<start>-`, `-<suffix>`) for part of it: 206 with Content-Range; a range outside the recording is 416 with `Content-Range: bytes */<size>`.';
@@ -80,6 +92,7 @@ export const recordingRoutes = [
       400: { description: 'call_id is not a UUID' },
       404: { description: 'Recording not found: the call is unknown, another team’s, or has no recording' },
       416: { description: 'The range lies outside the recording' },
+      503: synthesisBusy,
     },
     handler: async ({ params, auth, ctx }, deps) => {
       const callId = params.call_id.toLowerCase();
@@ -127,6 +140,7 @@ export const recordingRoutes = [
       404: { description: 'Recording not found' },
       416: { description: 'The range lies outside the recording' },
       500: { description: 'Recording links are not configured (RECORDING_LINK_SECRET unset)' },
+      503: synthesisBusy,
     },
     handler: async ({ params, query, ctx }, deps) => {
       const callId = params.call_id.toLowerCase();

@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const edgeConfig = loadMediaEdgeConfig();
   const logger = createLogger(edgeConfig.LOG_LEVEL);
   installTemporalRuntime();
-  const speech = createSpeechEngines({ TTS_PROVIDER: process.env.TTS_PROVIDER, STT_PROVIDER: process.env.STT_PROVIDER });
+  const speech = createSpeechEngines(process.env);
   const edge = await startVoiceEdge({
     config: edgeConfig,
     logger,

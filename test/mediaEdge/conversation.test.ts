@@ -118,6 +118,26 @@ describe('conversation engine', () => {
     assert.ok(performance.now() - askStarted >= promptMs + 390, 'the timeout started after the prompt');
   });
 
+  it('an answer no recogniser takes within POCKETSPHINX_MAX_WAIT_MS counts as not heard: silence, so the workflow asks again', async () => {
+    const busy = new PocketsphinxRecognizer({ maxProcesses: 1, maxWaitMs: 100 });
+    await busy.warmUp();
+    // Another call, still waiting for its caller's answer, holds the only recogniser.
+    const otherCall = busy.start({ hint: { expect: 'yes_no' } });
+    channel = new LoopbackChannel();
+    engine = new ConversationEngine({ channel, synthesizer, recognizer: busy });
+    try {
+      const asking = engine.ask('Is that right?', { expect: 'yes_no' }, { noSpeechTimeoutMs: 1500 });
+      await agentFinishes();
+      await channel.callerSays(await spoken('Yes, that is correct.'));
+      assert.deepEqual(await asking, { kind: 'silence' });
+      assert.ok(busy.slots.stats.refused >= 1, 'the utterance was refused a recogniser');
+      assert.equal(busy.slots.stats.peak, 1);
+    } finally {
+      otherCall.abort();
+      await busy.close();
+    }
+  });
+
   it('a call that ends while the engine listens rejects with the close reason, and a speak after it too', async () => {
     open();
     const listening = engine.listen({ timeoutMs: 5000 });

@@ -2,17 +2,18 @@
 // recognising Festival-spoken answers with the grammars built from answer hints, and the
 // engine choice at start-up.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { dbfs } from '../../src/mediaEdge/audio/level.js';
 import { EspeakSynthesizer } from '../../src/mediaEdge/speech/espeak.js';
-import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
+import { FestivalSynthesizer, SynthesisQueueFullError } from '../../src/mediaEdge/speech/festival.js';
 import { grammarFor, phraseWords } from '../../src/mediaEdge/speech/grammar.js';
 import type { AnswerHint, SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { PocketsphinxRecognizer, POCKETSPHINX_MODEL_DIR, pocketsphinxModelFiles } from '../../src/mediaEdge/speech/pocketsphinx.js';
 import { loadPronouncingDictionary } from '../../src/mediaEdge/speech/pronouncingDictionary.js';
-import { speakableChunks } from '../../src/mediaEdge/speech/speakableText.js';
+import { MAX_CHUNK_CHARS, speakableChunks } from '../../src/mediaEdge/speech/speakableText.js';
 import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 
@@ -71,6 +72,20 @@ describe('text for a synthesiser', () => {
     ]);
     assert.deepEqual(speakableChunks(' ... ?! '), []);
   });
+
+  it('cuts a sentence longer than MAX_CHUNK_CHARS at a comma, else between words, losing no word', () => {
+    const clause = 'and then the patient is asked about the medication they take every morning';
+    const long = `${Array.from({ length: 8 }, () => clause).join(', ')}.`;
+    const pieces = speakableChunks(long);
+    assert.ok(pieces.length >= 3, `${pieces.length} pieces`);
+    assert.ok(pieces.every((p) => p.length <= MAX_CHUNK_CHARS), pieces.map((p) => p.length).join(' '));
+    assert.ok(pieces.slice(0, -1).every((p) => p.endsWith(',')), 'cut after a comma');
+    assert.equal(pieces.join(' '), long);
+    const unpunctuated = Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ');
+    const cut = speakableChunks(unpunctuated);
+    assert.ok(cut.length > 1 && cut.every((p) => p.length <= MAX_CHUNK_CHARS));
+    assert.equal(cut.join(' '), unpunctuated);
+  });
 });
 
 describe('festival synthesizer', () => {
@@ -116,6 +131,66 @@ describe('festival synthesizer', () => {
     }
     assert.equal(frames.length, 10);
     assert.ok((await collect(festival, 'Still here.')).frames.length > 20);
+  });
+});
+
+describe('festival shared by calls', () => {
+  /** Plays `text` for `call` to the end; calls `onFirstFrame` when its first frame comes. */
+  async function play(festival: FestivalSynthesizer, text: string, call: object, onFirstFrame?: () => void): Promise<number> {
+    let frames = 0;
+    for await (const frame of festival.synthesize(text, { call })) {
+      void frame;
+      if (frames++ === 0) onFirstFrame?.();
+    }
+    return frames;
+  }
+
+  const numbers = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+
+  it('is fair: one call’s line is spoken before another call’s long queue of lines drains', async () => {
+    const festival = new FestivalSynthesizer({ maxQueuedPerCall: 20 });
+    await festival.warmUp();
+    try {
+      const first = {};
+      const second = {};
+      const events: string[] = [];
+      // The first call queues twelve lines at once (distinct, so none comes from what was kept)...
+      const queue = numbers.map((n) => play(festival, `This is line ${n} of the long queue of the first call.`, first).then(() => events.push(`first ${n}`)));
+      // ...then the second call says one line.
+      const line = play(festival, 'Hello from the second call.', second, () => events.push('second'));
+      await Promise.all([...queue, line]);
+      const at = events.indexOf('second');
+      // Festival renders one sentence at a time and the calls take turns: the first call's
+      // sentence in the engine when the second call's line came may finish first, no more.
+      assert.ok(at <= 1, `the second call was heard after ${at} of the first call's lines: ${events.join(', ')}`);
+      assert.equal(events.length, 13);
+    } finally {
+      await festival.close();
+    }
+  });
+
+  it('caps the sentences one call has waiting: a line past FESTIVAL_MAX_QUEUED_PER_CALL fails, other calls are not affected', async () => {
+    const festival = new FestivalSynthesizer({ maxQueuedPerCall: 2 });
+    await festival.warmUp();
+    try {
+      const busy = {};
+      const [a, b, c, other] = await Promise.allSettled([
+        play(festival, 'The first waiting line of this call.', busy),
+        play(festival, 'The second waiting line of this call.', busy),
+        play(festival, 'The third line, one too many.', busy),
+        play(festival, 'A line of another call.', {}),
+      ]);
+      assert.equal(a.status, 'fulfilled');
+      assert.equal(b.status, 'fulfilled');
+      assert.ok(c.status === 'rejected' && c.reason instanceof SynthesisQueueFullError, 'the third is refused');
+      assert.match((c as PromiseRejectedResult).reason.message, /FESTIVAL_MAX_QUEUED_PER_CALL/);
+      assert.ok(other.status === 'fulfilled' && other.value > 20, 'another call speaks');
+      assert.equal(festival.stats.refused, 1);
+      // Once its lines are done the call speaks again.
+      assert.ok((await play(festival, 'The third line, one too many.', busy)) > 20);
+    } finally {
+      await festival.close();
+    }
   });
 });
 
@@ -177,6 +252,94 @@ describe('pocketsphinx recognizer', () => {
   });
 });
 
+/** The pocketsphinx pipelines this process runs now: its children whose command line names the program. */
+function recogniserProcesses(): number {
+  let count = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('pocketsphinx_continuous')) count++;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return count;
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe('pocketsphinx processes per edge', () => {
+  before(() => spoken('Yes, that is correct.'));
+
+  it('runs at most POCKETSPHINX_MAX_PROCESSES at once: the other sessions wait with their audio and are recognised when a process frees', async () => {
+    const capped = new PocketsphinxRecognizer({ maxProcesses: 2, maxWaitMs: 60_000 });
+    await capped.warmUp();
+    try {
+      const sessions = Array.from({ length: 4 }, () => capped.start({ hint: { expect: 'yes_no' } }));
+      await until(() => capped.slots.running === 2 && capped.slots.queued === 2);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(recogniserProcesses(), 2, 'two processes, not four');
+      const answer = sliceFrames(onLine(await spoken('Yes, that is correct.'), 200, 300));
+      for (const session of sessions) for (const frame of answer) session.write(frame);
+      const heard = await Promise.all(sessions.map((s) => s.finish()));
+      assert.deepEqual(
+        heard.map((t) => t.text),
+        Array.from({ length: 4 }, () => 'yes that is correct'),
+      );
+      assert.deepEqual(capped.slots.stats, { peak: 2, waited: 2, refused: 0 });
+      await until(() => recogniserProcesses() === 0);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('an utterance that finds no free process within POCKETSPHINX_MAX_WAIT_MS is answered busy with no text; the next one is heard', async () => {
+    const single = new PocketsphinxRecognizer({ maxProcesses: 1, maxWaitMs: 50 });
+    await single.warmUp();
+    try {
+      // A call whose caller has not answered yet holds the only process.
+      const holder = single.start({ hint: { expect: 'yes_no' } });
+      await until(() => single.slots.running === 1);
+      const answer = sliceFrames(onLine(await spoken('Yes, that is correct.'), 200, 300));
+      const waiting = single.start({ hint: { expect: 'yes_no' } });
+      for (const frame of answer) waiting.write(frame);
+      assert.deepEqual(await waiting.finish(), { text: '', busy: true });
+      assert.equal(single.slots.stats.refused, 1);
+      holder.abort();
+      await assert.rejects(holder.finish(), /aborted/);
+      const next = single.start({ hint: { expect: 'yes_no' } });
+      for (const frame of answer) next.write(frame);
+      assert.equal((await next.finish()).text, 'yes that is correct');
+      assert.equal(single.slots.stats.peak, 1);
+    } finally {
+      await single.close();
+    }
+  });
+
+  it('an aborted session leaves the line without taking a process', async () => {
+    const single = new PocketsphinxRecognizer({ maxProcesses: 1, maxWaitMs: 60_000 });
+    await single.warmUp();
+    try {
+      const holder = single.start({ hint: { expect: 'yes_no' } });
+      await until(() => single.slots.running === 1);
+      const waiting = single.start({ hint: { expect: 'yes_no' } });
+      await until(() => single.slots.queued === 1);
+      waiting.abort();
+      await assert.rejects(waiting.finish(), /aborted/);
+      assert.equal(single.slots.queued, 0);
+      holder.abort();
+      await assert.rejects(holder.finish(), /aborted/);
+      assert.equal(single.slots.running, 0);
+    } finally {
+      await single.close();
+    }
+  });
+});
+
 describe('engine choice at start-up', () => {
   it('defaults to festival and pocketsphinx', async () => {
     const engines = createSpeechEngines({});
@@ -186,6 +349,25 @@ describe('engine choice at start-up', () => {
     const espeak = createSpeechEngines({ TTS_PROVIDER: 'espeak' });
     assert.equal(espeak.synthesizer.name, 'espeak');
     await espeak.close();
+  });
+
+  it('the engines’ limits come from FESTIVAL_MAX_QUEUED_PER_CALL, POCKETSPHINX_MAX_PROCESSES and POCKETSPHINX_MAX_WAIT_MS, checked at start-up', async () => {
+    const engines = createSpeechEngines({ POCKETSPHINX_MAX_PROCESSES: '3', POCKETSPHINX_MAX_WAIT_MS: '250', FESTIVAL_MAX_QUEUED_PER_CALL: '' });
+    assert.equal((engines.recognizer as PocketsphinxRecognizer).slots.max, 3);
+    await engines.close();
+    for (const [variable, value, message] of [
+      ['POCKETSPHINX_MAX_PROCESSES', '0', 'must be at least 1'],
+      ['POCKETSPHINX_MAX_PROCESSES', 'lots', 'must be a number'],
+      ['POCKETSPHINX_MAX_WAIT_MS', '-5', 'must be at least 0'],
+      ['POCKETSPHINX_MAX_WAIT_MS', '1.5', 'must be a whole number'],
+      ['FESTIVAL_MAX_QUEUED_PER_CALL', '100000', 'must be at most 1000'],
+    ]) {
+      assert.throws(
+        () => createSpeechEngines({ [variable]: value }),
+        (err: Error) => err instanceof SpeechConfigError && err.variable === variable && err.message === `${variable} ${message} (got "${value}")`,
+        `${variable}=${value}`,
+      );
+    }
   });
 
   it('a bad value or a missing program stops start-up naming the variable', () => {

@@ -122,7 +122,8 @@ export class ConversationEngine {
     const unsubscribeClose = this.onClose(() => halt());
     signal?.addEventListener('abort', halt);
     try {
-      for await (const frame of this.synthesizer.synthesize(text, { signal: stop.signal })) {
+      // This engine stands for the call: its lines queue apart from other calls' at a shared engine.
+      for await (const frame of this.synthesizer.synthesize(text, { signal: stop.signal, call: this })) {
         if (stop.signal.aborted) break;
         this.channel.enqueue(frame);
       }

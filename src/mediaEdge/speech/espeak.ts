@@ -9,7 +9,7 @@ import { FrameAssembler } from '../audio/frames.js';
 import { Resampler } from '../audio/resample.js';
 import { int16FromLittleEndian, readWavLayout, type WavLayout } from '../audio/wav.js';
 import { stopProcess } from './engineProcess.js';
-import type { SpeechSynthesizer } from './interfaces.js';
+import type { SpeechSynthesizer, SynthesisOptions } from './interfaces.js';
 import { hasWords, plainText } from './speakableText.js';
 
 export interface EspeakOptions {
@@ -35,7 +35,7 @@ export class EspeakSynthesizer implements SpeechSynthesizer {
     for await (const frame of this.synthesize('ready')) void frame;
   }
 
-  async *synthesize(text: string, options: { signal?: AbortSignal } = {}): AsyncIterable<PcmFrame> {
+  async *synthesize(text: string, options: SynthesisOptions = {}): AsyncIterable<PcmFrame> {
     const line = plainText(text);
     if (!hasWords(line) || options.signal?.aborted) return;
     // spawns: espeak-ng

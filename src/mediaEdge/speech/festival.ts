@@ -11,6 +11,14 @@
  * Rendered sentences are kept (up to RENDER_CACHE_SECONDS of audio, least recently used
  * out first): a script says the same questions on every call, and a kept sentence starts
  * playing without waiting for the one process every call of the edge shares.
+ *
+ * That one process is shared fairly: sentences wait here, not in its stdin, one queue per
+ * call (the `call` a line is synthesised for), and the calls take turns one sentence at a
+ * time, so a call's long prompts delay another call's line by at most one sentence per
+ * call ahead of it. A call may have at most `maxQueuedPerCall` sentences waiting or being
+ * rendered (FESTIVAL_MAX_QUEUED_PER_CALL); a line past that fails with
+ * SynthesisQueueFullError. The conversation engine speaks one line at a time per call and
+ * renders one sentence ahead, so an honest call has one or two.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,7 +30,8 @@ import { sliceFrames } from '../audio/frames.js';
 import { resample } from '../audio/resample.js';
 import { readWav, toMono } from '../audio/wav.js';
 import { hasExited, stopProcess } from './engineProcess.js';
-import type { SpeechSynthesizer } from './interfaces.js';
+import type { SpeechSynthesizer, SynthesisOptions } from './interfaces.js';
+import { RoundRobinQueue } from './roundRobinQueue.js';
 import { hasWords, speakableChunks, trimEdgeSilence } from './speakableText.js';
 
 export const FESTIVAL_DEFAULT_VOICE = 'kal_diphone';
@@ -33,12 +42,32 @@ const TAIL_MS = 150;
 const BETWEEN_SENTENCES_MS = 250;
 /** Audio kept of rendered sentences: ten minutes is about 19 MB. */
 export const RENDER_CACHE_SECONDS = 600;
+/** Sentences one call may have waiting for or in Festival (FESTIVAL_MAX_QUEUED_PER_CALL). */
+export const FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL = 8;
 
 export interface FestivalOptions {
   /** The festival executable (default: festival on PATH). */
   binary?: string;
   /** A Festival voice name, loaded with (voice_<name>). */
   voice?: string;
+  /** Sentences one call may have waiting for or in Festival; a line past it fails (default 8). */
+  maxQueuedPerCall?: number;
+}
+
+/** The call already has as many sentences waiting for Festival as it may. */
+export class SynthesisQueueFullError extends Error {
+  constructor(readonly maxQueuedPerCall: number) {
+    super(`this call already has ${maxQueuedPerCall} sentences waiting for festival (FESTIVAL_MAX_QUEUED_PER_CALL)`);
+    this.name = 'SynthesisQueueFullError';
+  }
+}
+
+/** A sentence waiting for its turn at the Festival process: the command that renders it to a file. */
+interface RenderJob {
+  command: string;
+  /** Festival has written the file (reading it is left to the caller, outside the process's turn). */
+  resolve: () => void;
+  reject: (err: Error) => void;
 }
 
 /** A Scheme string literal. */
@@ -127,28 +156,38 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
   private process: Promise<FestivalProcess> | undefined;
   private renderings = 0;
   private closed = false;
+  private readonly maxQueuedPerCall: number;
+  /** Sentences waiting for the process, by call; one at a time is sent to it. */
+  private readonly waiting = new RoundRobinQueue<unknown, RenderJob>();
+  private sending = false;
+  /** Sentences each call has waiting or in Festival (absent: none). */
+  private readonly outstanding = new Map<unknown, number>();
   /** Sentence → its samples (or the rendering under way: length 0 until done), oldest use first. */
   private readonly rendered = new Map<string, { audio: Promise<Int16Array>; length: number }>();
   private renderedSamples = 0;
-  /** Sentences rendered by Festival, and those served from what was kept. */
-  readonly stats = { rendered: 0, fromCache: 0 };
+  /** Sentences rendered by Festival, those served from what was kept, and lines refused because their call's queue was full. */
+  readonly stats = { rendered: 0, fromCache: 0, refused: 0 };
 
   constructor(options: FestivalOptions = {}) {
     this.binary = options.binary ?? 'festival';
     this.voice = options.voice ?? FESTIVAL_DEFAULT_VOICE;
     if (!/^[a-z0-9_]+$/i.test(this.voice)) throw new Error(`festival voice must be a plain name such as kal_diphone, got ${this.voice}`);
+    this.maxQueuedPerCall = options.maxQueuedPerCall ?? FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL;
+    if (!Number.isInteger(this.maxQueuedPerCall) || this.maxQueuedPerCall < 1) throw new Error(`maxQueuedPerCall must be a positive whole number, got ${this.maxQueuedPerCall}`);
   }
 
   async warmUp(): Promise<void> {
     await this.ready();
   }
 
-  async *synthesize(text: string, options: { signal?: AbortSignal } = {}): AsyncIterable<PcmFrame> {
+  async *synthesize(text: string, options: SynthesisOptions = {}): AsyncIterable<PcmFrame> {
     const { signal } = options;
+    // Without a call, the line queues as a call of its own.
+    const call = options.call ?? {};
     const chunks = speakableChunks(text);
     // Render the next sentence while this one is being played out.
     const render = (i: number) => {
-      const rendering = this.render(chunks[i]);
+      const rendering = this.render(chunks[i], call);
       rendering.catch(() => undefined); // awaited below, unless the caller stops first
       return rendering;
     };
@@ -179,7 +218,7 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
   }
 
   /** The 16 kHz mono samples of one sentence: kept ones at once, others from Festival (and then kept). */
-  private render(sentence: string): Promise<Int16Array> {
+  private render(sentence: string, call: unknown): Promise<Int16Array> {
     if (!hasWords(sentence)) return Promise.resolve(new Int16Array(0));
     const kept = this.rendered.get(sentence);
     if (kept) {
@@ -188,7 +227,7 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
       this.rendered.set(sentence, kept);
       return kept.audio;
     }
-    const entry = { audio: this.renderWithFestival(sentence), length: 0 };
+    const entry = { audio: this.renderWithFestival(sentence, call), length: 0 };
     this.rendered.set(sentence, entry);
     void entry.audio.then(
       (samples) => {
@@ -208,18 +247,45 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
     return entry.audio;
   }
 
-  private async renderWithFestival(sentence: string): Promise<Int16Array> {
+  /** Queues the sentence behind its call's others; Festival renders it when the call's turn comes. */
+  private async renderWithFestival(sentence: string, call: unknown): Promise<Int16Array> {
+    const queued = this.outstanding.get(call) ?? 0;
+    if (queued >= this.maxQueuedPerCall) {
+      this.stats.refused++;
+      throw new SynthesisQueueFullError(this.maxQueuedPerCall);
+    }
+    this.outstanding.set(call, queued + 1);
     this.stats.rendered++;
-    const festival = await this.ready();
     const file = path.join(this.dir, `line-${++this.renderings}.wav`);
     try {
-      await festival.run(`(utt.save.wave (utt.synth (Utterance Text ${schemeString(sentence)})) ${schemeString(file)} 'riff)`);
+      await new Promise<void>((resolve, reject) => {
+        this.waiting.push(call, { command: `(utt.save.wave (utt.synth (Utterance Text ${schemeString(sentence)})) ${schemeString(file)} 'riff)`, resolve, reject });
+        this.sendNext();
+      });
       const audio = readWav(await readFile(file));
       const mono = toMono(audio);
       return audio.sampleRate === SAMPLE_RATE ? mono : resample(mono, audio.sampleRate, SAMPLE_RATE);
     } finally {
+      const left = this.outstanding.get(call)! - 1;
+      if (left > 0) this.outstanding.set(call, left);
+      else this.outstanding.delete(call);
       await unlink(file).catch(() => undefined);
     }
+  }
+
+  /** Gives the process the next sentence in turn, once it is free: one command at a time, so the order is decided here. */
+  private sendNext(): void {
+    if (this.sending) return;
+    const job = this.waiting.take();
+    if (!job) return;
+    this.sending = true;
+    void this.ready()
+      .then((festival) => festival.run(job.command))
+      .then(() => job.resolve(), job.reject)
+      .finally(() => {
+        this.sending = false;
+        this.sendNext();
+      });
   }
 
   /** The running process, started (or restarted after a crash) with the voice loaded. */

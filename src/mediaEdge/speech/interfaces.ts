@@ -5,6 +5,16 @@
  */
 import type { PcmFrame } from '../media/channel.js';
 
+export interface SynthesisOptions {
+  signal?: AbortSignal;
+  /**
+   * The call the line is for (any value that stands for it: its conversation engine). An
+   * engine shared by the edge's calls queues each call's lines apart and lets the calls take
+   * turns; without it the line counts as a call of its own.
+   */
+  call?: object | string;
+}
+
 /** Text → agent audio. */
 export interface SpeechSynthesizer {
   readonly name: string;
@@ -13,7 +23,7 @@ export interface SpeechSynthesizer {
    * engine has them, before the whole text is synthesised. Aborting `signal` ends the
    * iteration early (without an error); so does breaking out of the loop.
    */
-  synthesize(text: string, options?: { signal?: AbortSignal }): AsyncIterable<PcmFrame>;
+  synthesize(text: string, options?: SynthesisOptions): AsyncIterable<PcmFrame>;
   /** Loads what the first synthesis would otherwise wait for (a voice, a connection). */
   warmUp(): Promise<void>;
   /** Stops the engine's processes or connections; the synthesizer is unusable afterwards. */
@@ -35,6 +45,8 @@ export interface AnswerHint {
 export interface Transcript {
   /** Lower-case words as recognised, "" when nothing was. */
   text: string;
+  /** True when no recogniser was free in time, so the utterance was not heard at all (text is ""). */
+  busy?: boolean;
 }
 
 /** One utterance being recognised: audio in, text out. */

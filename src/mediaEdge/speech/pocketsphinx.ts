@@ -9,6 +9,13 @@
  * `-infile /dev/stdin` needs a real pipe (Node gives a child a socket, which cannot be
  * opened by path), so a `cat` in a `sh` pipeline stands between; both run in their own
  * process group, which is what gets signalled when a session is aborted.
+ *
+ * An edge runs at most `maxProcesses` of them at once (POCKETSPHINX_MAX_PROCESSES; the
+ * process is held from the prompt to the end of the answer). A session over the cap waits
+ * for one to exit, buffering the caller's audio; a session that already holds speech is
+ * next in line. Once its utterance has ended it waits at most `maxWaitMs`
+ * (POCKETSPHINX_MAX_WAIT_MS): then it gives up and its transcript is empty and `busy`, which
+ * the conversation engine takes as nothing heard (the caller is asked again).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +27,7 @@ import { int16ToLittleEndian } from '../audio/wav.js';
 import { stopProcess } from './engineProcess.js';
 import { grammarFor } from './grammar.js';
 import type { AnswerHint, RecognitionSession, SpeechRecognizer, Transcript } from './interfaces.js';
+import { ProcessSlots, type SlotRequest } from './processSlots.js';
 import { loadPronouncingDictionary, type PronouncingDictionary } from './pronouncingDictionary.js';
 
 export const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
@@ -40,9 +48,18 @@ export function pocketsphinxModelFiles(modelDir: string) {
  */
 const VAD_POSTSPEECH_FRAMES = 100;
 
+/** Recogniser processes one edge runs at once (POCKETSPHINX_MAX_PROCESSES): above the 25 concurrent calls this machine carries. */
+export const POCKETSPHINX_DEFAULT_MAX_PROCESSES = 32;
+/** How long an ended utterance waits for a recogniser (POCKETSPHINX_MAX_WAIT_MS). */
+export const POCKETSPHINX_DEFAULT_MAX_WAIT_MS = 5_000;
+
 export interface PocketsphinxOptions {
   binary?: string;
   modelDir?: string;
+  /** Processes at once (default 32). */
+  maxProcesses?: number;
+  /** How long a session whose utterance has ended waits for a process before it answers busy (default 5 s). */
+  maxWaitMs?: number;
 }
 
 export class PocketsphinxRecognizer implements SpeechRecognizer {
@@ -51,10 +68,16 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
   private readonly files: ReturnType<typeof pocketsphinxModelFiles>;
   private readonly sessions = new Set<PocketsphinxSession>();
   private closed = false;
+  /** The cap on processes; its stats say the most at once and how many sessions waited or were refused. */
+  readonly slots: ProcessSlots;
+  private readonly maxWaitMs: number;
 
   constructor(options: PocketsphinxOptions = {}) {
     this.binary = options.binary ?? 'pocketsphinx_continuous';
     this.files = pocketsphinxModelFiles(options.modelDir ?? POCKETSPHINX_MODEL_DIR);
+    this.slots = new ProcessSlots(options.maxProcesses ?? POCKETSPHINX_DEFAULT_MAX_PROCESSES);
+    this.maxWaitMs = options.maxWaitMs ?? POCKETSPHINX_DEFAULT_MAX_WAIT_MS;
+    if (!Number.isInteger(this.maxWaitMs) || this.maxWaitMs < 0) throw new Error(`maxWaitMs must be a whole number of at least 0, got ${this.maxWaitMs}`);
   }
 
   async warmUp(): Promise<void> {
@@ -67,6 +90,7 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
       (dictionary, dir) => this.arguments(options.hint ?? { expect: 'free' }, dictionary, dir),
       this.binary,
       loadPronouncingDictionary(this.files.dictionary),
+      { slots: this.slots, maxWaitMs: this.maxWaitMs },
       () => this.sessions.delete(session),
     );
     this.sessions.add(session);
@@ -102,6 +126,9 @@ class PocketsphinxSession implements RecognitionSession {
   private backlog: Buffer[] = [];
   private ended = false;
   private aborted = false;
+  /** The place in line for a process, until one is granted. */
+  private slot: SlotRequest | undefined;
+  private waitTimer: NodeJS.Timeout | undefined;
   private readonly lines: string[] = [];
   private readonly partialListeners = new Set<(text: string) => void>();
   private readonly result: Promise<Transcript>;
@@ -110,9 +137,10 @@ class PocketsphinxSession implements RecognitionSession {
     buildArguments: (dictionary: PronouncingDictionary, dir: string) => string[],
     private readonly binary: string,
     dictionary: Promise<PronouncingDictionary>,
+    private readonly limits: { slots: ProcessSlots; maxWaitMs: number },
     private readonly onDone: () => void,
   ) {
-    this.result = dictionary.then((d) => this.run(buildArguments(d, this.dir)));
+    this.result = this.recognise(buildArguments, dictionary);
     // Settles even if nobody calls finish(): a session that is only aborted.
     void this.result.catch(() => undefined).finally(() => this.cleanUp());
   }
@@ -133,6 +161,7 @@ class PocketsphinxSession implements RecognitionSession {
     if (!this.ended && !this.aborted) {
       this.ended = true;
       this.child?.stdin!.end();
+      if (this.slot) this.boundWait();
     }
     return this.result;
   }
@@ -146,8 +175,41 @@ class PocketsphinxSession implements RecognitionSession {
   /** Kills the process (if any) and waits for it. */
   async stop(): Promise<void> {
     this.aborted = true;
+    this.slot?.cancel(new Error('recognition aborted'));
     if (this.child) await stopProcess(this.child, 300, { group: true });
     await this.result.catch(() => undefined);
+  }
+
+  /** Waits for a process slot, then recognises; an ended utterance that waited too long is answered busy. */
+  private async recognise(buildArguments: (dictionary: PronouncingDictionary, dir: string) => string[], dictionary: Promise<PronouncingDictionary>): Promise<Transcript> {
+    const args = buildArguments(await dictionary, this.dir);
+    if (this.aborted) throw new Error('recognition aborted');
+    // Speech already written (or ended) makes this session the next in line.
+    this.slot = this.limits.slots.request(() => this.backlog.length > 0 || this.ended);
+    if (this.ended) this.boundWait();
+    let granted: boolean;
+    try {
+      granted = await this.slot.granted;
+    } finally {
+      clearTimeout(this.waitTimer);
+      this.slot = undefined;
+    }
+    if (!granted) {
+      this.backlog = [];
+      return { text: '', busy: true };
+    }
+    try {
+      return await this.run(args);
+    } finally {
+      this.limits.slots.release();
+    }
+  }
+
+  /** The utterance has ended while the session waits for a process: it waits MAX_WAIT_MS more at most. */
+  private boundWait(): void {
+    const slot = this.slot;
+    if (!slot || this.waitTimer) return;
+    this.waitTimer = setTimeout(() => slot.refuse(), this.limits.maxWaitMs);
   }
 
   private run(args: string[]): Promise<Transcript> {

@@ -8,6 +8,12 @@ import { dbfs } from '../audio/level.js';
 
 /** Sentences shorter than this are joined to the next ("Dr. Smith", "Yes. Thank you."). */
 const MIN_CHUNK_CHARS = 24;
+/**
+ * Longer pieces are cut (at a comma, else between words): one piece is one command to the
+ * Festival process every call of the edge shares, and a sentence of thousands of characters
+ * would hold it for a second while other calls wait.
+ */
+export const MAX_CHUNK_CHARS = 240;
 
 /** ASCII text without control characters; accents dropped ("José" → "Jose"). */
 export function plainText(text: string): string {
@@ -42,7 +48,23 @@ export function speakableChunks(text: string): string[] {
     if (chunks.length > 0 && pending.length < MIN_CHUNK_CHARS) chunks[chunks.length - 1] += ` ${pending}`;
     else chunks.push(pending);
   }
-  return chunks;
+  return chunks.flatMap(cutLong);
+}
+
+/** A piece in parts of at most MAX_CHUNK_CHARS: cut after the last comma (or ; :) in the second half of the limit, else at the last space, else anywhere. */
+function cutLong(chunk: string): string[] {
+  const parts: string[] = [];
+  let rest = chunk;
+  while (rest.length > MAX_CHUNK_CHARS) {
+    const head = rest.slice(0, MAX_CHUNK_CHARS + 1);
+    const pause = Math.max(head.lastIndexOf(', '), head.lastIndexOf('; '), head.lastIndexOf(': '));
+    const space = head.lastIndexOf(' ');
+    const cut = pause >= MAX_CHUNK_CHARS / 2 ? pause + 1 : space > 0 ? space : MAX_CHUNK_CHARS;
+    parts.push(rest.slice(0, cut).trim());
+    rest = rest.slice(cut).trim();
+  }
+  if (rest) parts.push(rest);
+  return parts.filter(hasWords);
 }
 
 /** Below this a 10 ms window counts as the silence around an utterance. */

@@ -1,24 +1,63 @@
 /**
  * Choosing the speech engines from configuration, checked at start-up: TTS_PROVIDER
- * (`festival`, the default, or `espeak`) and STT_PROVIDER (`pocketsphinx`, the default).
- * A bad value, or an engine whose program or model is not installed, stops start-up with
- * an error naming the variable.
+ * (`festival`, the default, or `espeak`) and STT_PROVIDER (`pocketsphinx`, the default),
+ * and the engines' limits (FESTIVAL_MAX_QUEUED_PER_CALL, POCKETSPHINX_MAX_PROCESSES,
+ * POCKETSPHINX_MAX_WAIT_MS). A bad value, or an engine whose program or model is not
+ * installed, stops start-up with an error naming the variable.
  */
 import { existsSync } from 'node:fs';
+import { z } from 'zod';
 import { EspeakSynthesizer } from './espeak.js';
-import { FestivalSynthesizer } from './festival.js';
+import { FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL, FestivalSynthesizer } from './festival.js';
 import { findExecutable } from './engineProcess.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
-import { POCKETSPHINX_MODEL_DIR, PocketsphinxRecognizer, pocketsphinxModelFiles } from './pocketsphinx.js';
+import {
+  POCKETSPHINX_DEFAULT_MAX_PROCESSES,
+  POCKETSPHINX_DEFAULT_MAX_WAIT_MS,
+  POCKETSPHINX_MODEL_DIR,
+  PocketsphinxRecognizer,
+  pocketsphinxModelFiles,
+} from './pocketsphinx.js';
 
 export const TTS_PROVIDERS = ['festival', 'espeak'] as const;
 export const STT_PROVIDERS = ['pocketsphinx'] as const;
 export type TtsProvider = (typeof TTS_PROVIDERS)[number];
 export type SttProvider = (typeof STT_PROVIDERS)[number];
 
+/** The variables read (process.env fits). */
 export interface SpeechEnginesConfig {
   TTS_PROVIDER?: string;
   STT_PROVIDER?: string;
+  FESTIVAL_MAX_QUEUED_PER_CALL?: string;
+  POCKETSPHINX_MAX_PROCESSES?: string;
+  POCKETSPHINX_MAX_WAIT_MS?: string;
+}
+
+const wholeNumber = (min: number, max: number) =>
+  z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+
+/** The engines' limits; empty counts as unset. */
+const limitsSchema = z.object({
+  FESTIVAL_MAX_QUEUED_PER_CALL: wholeNumber(1, 1000).default(FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL),
+  POCKETSPHINX_MAX_PROCESSES: wholeNumber(1, 1000).default(POCKETSPHINX_DEFAULT_MAX_PROCESSES),
+  POCKETSPHINX_MAX_WAIT_MS: wholeNumber(0, 60_000).default(POCKETSPHINX_DEFAULT_MAX_WAIT_MS),
+});
+
+export type SpeechLimits = z.infer<typeof limitsSchema>;
+
+/** The limits from configuration; a SpeechConfigError names the first bad one. */
+export function speechLimits(config: SpeechEnginesConfig): SpeechLimits {
+  const given = Object.fromEntries(
+    (Object.keys(limitsSchema.shape) as (keyof SpeechLimits)[]).flatMap((name) => {
+      const value = config[name]?.trim();
+      return value ? [[name, value]] : [];
+    }),
+  );
+  const parsed = limitsSchema.safeParse(given);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const variable = String(issue.path[0]);
+  throw new SpeechConfigError(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
 }
 
 /** A configuration or installation problem; the message starts with the variable. */
@@ -66,6 +105,7 @@ function requireFile(variable: string, provider: string, file: string, packages:
 export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: ProgramLookup = findExecutable): SpeechEngines {
   const tts = choose<TtsProvider>('TTS_PROVIDER', config.TTS_PROVIDER, TTS_PROVIDERS);
   const stt = choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS);
+  const limits = speechLimits(config);
 
   // Everything is checked before anything is started.
   const ttsBinary =
@@ -75,8 +115,14 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
   for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', stt, file, 'pocketsphinx-en-us');
 
-  const synthesizer: SpeechSynthesizer = tts === 'festival' ? new FestivalSynthesizer({ binary: ttsBinary }) : new EspeakSynthesizer({ binary: ttsBinary });
-  const recognizer = new PocketsphinxRecognizer({ binary: sttBinary, modelDir: POCKETSPHINX_MODEL_DIR });
+  const synthesizer: SpeechSynthesizer =
+    tts === 'festival' ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL }) : new EspeakSynthesizer({ binary: ttsBinary });
+  const recognizer = new PocketsphinxRecognizer({
+    binary: sttBinary,
+    modelDir: POCKETSPHINX_MODEL_DIR,
+    maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES,
+    maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
+  });
 
   return {
     synthesizer,

@@ -16,6 +16,11 @@ describe('name-based UUIDs', () => {
     assert.equal(deriveIdempotentId(ref, new Date(1767225600000), 'contact'), '056d8803-543f-89d6-a228-69d29862bb4d');
   });
 
+  test('version 5 matches the example of RFC 9562 (Appendix A.4: www.example.com in the DNS namespace)', () => {
+    const dnsNamespace = Buffer.from('6ba7b8109dad11d180b400c04fd430c8', 'hex');
+    assert.equal(nameBasedUuid('www.example.com', dnsNamespace), '2ed6657d-e927-568b-95e1-2665a8aea6a2');
+  });
+
   test('version 5 with a namespace, version 8 without; always the RFC 9562 variant', () => {
     const v5 = nameBasedUuid('a', Buffer.alloc(16));
     const v8 = nameBasedUuid('a');

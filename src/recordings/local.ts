@@ -2,16 +2,18 @@
  * Recordings as files under one folder (RECORDINGS_DIR, default <DATA_DIR>/recordings):
  * `<dir>/<team_id>/<call_id>.wav`. A write goes to a temporary file beside the target,
  * is flushed, then renamed over it, so readers see the old file or the new one, never a
- * part. The content type comes from the key's extension; no metadata is kept.
+ * part; a write that must not replace a file (ifAbsent) is linked to the target instead,
+ * which fails if the target exists. The content type comes from the key's extension; no
+ * metadata is kept.
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { assertRecordingKey, contentTypeOfKey, InvalidRecordingKeyError } from './keys.js';
-import { resolveRange, type ByteRange, type RecordingStore, type StoredObject } from './store.js';
+import { RecordingExistsError, resolveRange, type ByteRange, type RecordingStore, type StoredObject } from './store.js';
 
 const TEMP_SUFFIX = '.partial';
 
@@ -26,12 +28,23 @@ export function localRecordingStore(dir: string): RecordingStore {
     return file;
   }
 
+  async function exists(key: string): Promise<boolean> {
+    try {
+      return (await stat(fileOf(key))).isFile();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
   return {
     kind: 'local',
 
-    async put(key, body, _contentType, size) {
+    async put(key, body, _contentType, size, options) {
       const file = fileOf(key);
       await mkdir(path.dirname(file), { recursive: true });
+      // Refused before the body is read; the link below is what makes it hold under a race.
+      if (options?.ifAbsent && (await exists(key))) throw new RecordingExistsError(key);
       const temp = `${file}.${randomUUID()}${TEMP_SUFFIX}`;
       try {
         const out = createWriteStream(temp, { flags: 'wx' });
@@ -44,7 +57,17 @@ export function localRecordingStore(dir: string): RecordingStore {
         } finally {
           await handle.close();
         }
-        await rename(temp, file);
+        if (!options?.ifAbsent) {
+          await rename(temp, file);
+          return;
+        }
+        try {
+          await link(temp, file);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new RecordingExistsError(key);
+          throw err;
+        }
+        await rm(temp, { force: true });
       } catch (err) {
         await rm(temp, { force: true });
         throw err;
@@ -73,14 +96,7 @@ export function localRecordingStore(dir: string): RecordingStore {
       }
     },
 
-    async exists(key) {
-      try {
-        return (await stat(fileOf(key))).isFile();
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw err;
-      }
-    },
+    exists,
 
     async delete(key) {
       await rm(fileOf(key), { force: true });

@@ -20,6 +20,16 @@ export interface StoredObject {
   contentType: string;
 }
 
+/** Options of one write. */
+export interface PutOptions {
+  /**
+   * Write only if no object has the key, atomically: a call's recording is never overwritten.
+   * A taken key fails the write (RecordingExistsError locally, S3's 412 PreconditionFailed)
+   * and leaves the object as it was.
+   */
+  ifAbsent?: boolean;
+}
+
 export interface RecordingStore {
   readonly kind: 'local' | 's3';
   /**
@@ -27,12 +37,20 @@ export interface RecordingStore {
    * should come with its `size` in bytes: the S3 store then streams it; without one it is
    * read into memory first.
    */
-  put(key: string, body: Buffer | Readable, contentType: string, size?: number): Promise<void>;
+  put(key: string, body: Buffer | Readable, contentType: string, size?: number, options?: PutOptions): Promise<void>;
   /** The object (or one range of it); undefined when there is no such key. */
   get(key: string, range?: ByteRange): Promise<StoredObject | undefined>;
   exists(key: string): Promise<boolean>;
   /** Removes the object; removing a missing key is not an error. */
   delete(key: string): Promise<void>;
+}
+
+/** A write with `ifAbsent` found the key taken. */
+export class RecordingExistsError extends Error {
+  constructor(readonly key: string) {
+    super(`recording ${key} already exists`);
+    this.name = 'RecordingExistsError';
+  }
 }
 
 /** The range asked for lies outside the object (HTTP 416). */

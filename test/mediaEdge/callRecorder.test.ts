@@ -206,6 +206,29 @@ describe('call recorder', () => {
     assert.equal(loudWindows(left).length, 50, 'the first second of tone, whole');
   });
 
+  test('a second recorder of the same call never overwrites the first recording: its write fails and the first stays whole', async () => {
+    const key = recordingKey(randomUUID(), randomUUID());
+    const first = new FakeChannel();
+    const second = new FakeChannel();
+    let now = 0;
+    const firstRecorder = CallRecorder.start(first, { store, key, clock: () => now, spoolDir });
+    const secondRecorder = CallRecorder.start(second, { store, key, clock: () => now, spoolDir });
+    for (let i = 0; i < 25; i++) {
+      now = i * FRAME_MS;
+      first.caller(toneFrame(440, i));
+      second.agent(toneFrame(440, i));
+    }
+    now = 1000;
+    await firstRecorder.finish();
+    const kept = await stored(key);
+    now = 3000; // the second one is longer, and on the other side
+    await assert.rejects(secondRecorder.finish(), /already exists/);
+    assert.ok((await stored(key)).equals(kept), 'the first recording is unchanged');
+    assert.equal(await secondRecorder.stored(), true, 'the recorder sees its key taken');
+    await secondRecorder.discard();
+    assert.deepEqual(readdirSync(spoolDir), []);
+  });
+
   test('a failed write keeps the audio so finish can be tried again; discard drops it', async () => {
     const channel = new FakeChannel();
     let now = 0;

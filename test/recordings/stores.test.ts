@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { localRecordingStore } from '../../src/recordings/local.js';
 import { recordingKey } from '../../src/recordings/keys.js';
 import { S3Error, s3RecordingStore, type S3RecordingStore } from '../../src/recordings/s3.js';
-import { RangeNotSatisfiableError, type RecordingStore } from '../../src/recordings/store.js';
+import { RangeNotSatisfiableError, RecordingExistsError, type RecordingStore } from '../../src/recordings/store.js';
 import { startFakeS3, type FakeS3 } from '../support/fakeS3.js';
 
 const CREDENTIALS = { accessKeyId: 'AKIATESTFAKE0001', secretAccessKey: 'fake-secret-0123456789abcdefghij', region: 'eu-west-1' };
@@ -58,6 +58,14 @@ function conformance(name: string, store: () => RecordingStore) {
       assert.equal(await text((await store().get(key))!.stream), 'abcdef');
       await store().put(key, Readable.from([Buffer.from('xyz')]), 'audio/wav');
       assert.equal(await text((await store().get(key))!.stream), 'xyz', 'a second put replaces the object');
+    });
+
+    test('a put with ifAbsent writes a new key; on a taken key it fails and leaves the object as it was (a recording is never overwritten)', async () => {
+      const key = newKey();
+      await store().put(key, Readable.from([DIGITS]), 'audio/wav', DIGITS.length, { ifAbsent: true });
+      await assert.rejects(store().put(key, Readable.from([Buffer.from('other')]), 'audio/wav', 5, { ifAbsent: true }));
+      await assert.rejects(store().put(key, Buffer.from('other'), 'audio/wav', undefined, { ifAbsent: true }));
+      assert.equal(await text((await store().get(key))!.stream), DIGITS.toString());
     });
 
     test('ranges: start-end, start-, -suffix (clamped to the object), and unsatisfiable ones', async () => {
@@ -118,6 +126,24 @@ describe('local store', () => {
     assert.deepEqual(readdirSync(path.join(dir, teamId)), [`${callId}.wav`], 'only the complete file');
     assert.equal(await store.exists(other), false);
   });
+});
+
+test('local store: concurrent ifAbsent writes of one key store exactly one of them, whole, and leave no temporary file', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'recordings-race-'));
+  try {
+    const store = localRecordingStore(dir);
+    const teamId = randomUUID();
+    const key = recordingKey(teamId, randomUUID());
+    const bodies = Array.from({ length: 8 }, (_, i) => Buffer.alloc(64 * 1024, 65 + i));
+    const results = await Promise.allSettled(bodies.map((body) => store.put(key, Readable.from([body]), 'audio/wav', body.length, { ifAbsent: true })));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+    for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof RecordingExistsError, String(r.reason));
+    const stored = Buffer.from(await text((await store.get(key))!.stream), 'utf8');
+    assert.ok(bodies.some((body) => body.equals(stored)), 'one body, whole');
+    assert.equal(readdirSync(path.join(dir, teamId)).length, 1, 'only the recording');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 describe('S3 store against the fake S3', () => {

@@ -10,7 +10,8 @@
  *
  * Memory stays small whatever the length: each party's samples go to a spool file
  * (positioned writes; a gap is a hole that reads back as silence) in about one-second
- * batches, and finish() streams the two files, interleaved, into the store. A recording
+ * batches, and finish() streams the two files, interleaved, into the store, never over an
+ * existing recording (a second session of one call cannot replace the first). A recording
  * stops at MAX_RECORDING_MS (two hours, the longest a call may last); later frames are
  * dropped and the result says `truncated`.
  */
@@ -157,6 +158,16 @@ export class CallRecorder {
     return new CallRecorder(channel, options);
   }
 
+  /** The store key the recording is written under. */
+  get key(): string {
+    return this.options.key;
+  }
+
+  /** Whether the store holds a recording under the key (this one, or one written before it). */
+  stored(): Promise<boolean> {
+    return this.options.store.exists(this.options.key);
+  }
+
   private spoolFile(name: string): Promise<string> {
     this.spool ??= mkdtemp(path.join(this.options.spoolDir ?? os.tmpdir(), 'call-recording-'));
     return this.spool.then((dir) => path.join(dir, name));
@@ -223,7 +234,7 @@ export class CallRecorder {
       }
     }
     const bytes = WAV_HEADER_BYTES + dataBytes;
-    await this.options.store.put(this.options.key, Readable.from(wav()), 'audio/wav', bytes);
+    await this.options.store.put(this.options.key, Readable.from(wav()), 'audio/wav', bytes, { ifAbsent: true });
     return { key: this.options.key, durationMs: Math.round((samples * 1000) / SAMPLE_RATE), bytes, truncated: this.truncated };
   }
 

@@ -56,8 +56,9 @@ export interface S3RecordingStore extends RecordingStore {
 type S3Sdk = typeof import('@aws-sdk/client-s3');
 let sdk: Promise<S3Sdk> | undefined;
 /**
- * The SDK is loaded on first use: it takes about a quarter of a second and 20 MB to load,
- * which processes on the local store (the default) never need to pay.
+ * The SDK is loaded when the first S3 store is made, not when this module is imported: it
+ * takes about a quarter of a second and 20 MB to load, which processes on the local store
+ * (the default) never pay.
  */
 const loadSdk = (): Promise<S3Sdk> => (sdk ??= import('@aws-sdk/client-s3'));
 

@@ -1,7 +1,8 @@
 /**
  * Reports a call's progress to the service: POST /internal/v1/calls/{call_id}/events with
  * the media edge's bearer secret (docs/calls.md documents the body). Each event carries a
- * stable event_id, so a retried report is applied once.
+ * stable event_id, so a retried report is applied once. After the call, System Notes of what
+ * the edge learnt late (a lost recording) go to POST /internal/v1/calls/{call_id}/system-notes.
  */
 import type { CallEvent } from '../../workflows/contracts.js';
 import type { Logger } from '../logging/logger.js';
@@ -28,8 +29,29 @@ export class CallEventReporter {
    * has ended), and the call's team when it did.
    */
   async report(callId: string, event: CallEvent): Promise<{ accepted: boolean; teamId?: string }> {
+    const answer = await this.post(`/internal/v1/calls/${encodeURIComponent(callId)}/events`, event, { callId, event: event.type }, 'call event');
+    return answer.ok ? { accepted: true, teamId: teamIdIn(answer.body) } : { accepted: false };
+  }
+
+  /**
+   * Adds a System Note to the ended call (POST /internal/v1/calls/{id}/system-notes, once per
+   * kind); while the call is still open (409) it is tried again like a 5xx. Whether it is on the call.
+   */
+  async addSystemNote(callId: string, note: { kind: 'recording_lost'; text: string }): Promise<boolean> {
+    const answer = await this.post(`/internal/v1/calls/${encodeURIComponent(callId)}/system-notes`, note, { callId, note: note.kind }, 'system note', (status) => status === 409);
+    return answer.ok;
+  }
+
+  /** POSTs with retries (network errors, 5xx, and what `retryAlso` names); 4xx otherwise final. */
+  private async post(
+    path: string,
+    body: unknown,
+    fields: Record<string, string>,
+    what: string,
+    retryAlso: (status: number) => boolean = () => false,
+  ): Promise<{ ok: boolean; body: string }> {
     const attempts = this.options.attempts ?? 6;
-    const url = `${this.options.apiUrl.replace(/\/$/, '')}/internal/v1/calls/${encodeURIComponent(callId)}/events`;
+    const url = `${this.options.apiUrl.replace(/\/$/, '')}${path}`;
     for (let attempt = 1; ; attempt++) {
       let status = 0;
       let detail = '';
@@ -37,22 +59,22 @@ export class CallEventReporter {
         const res = await this.doFetch(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.secret}` },
-          body: JSON.stringify(event),
+          body: JSON.stringify(body),
           signal: AbortSignal.timeout(5_000),
         });
         status = res.status;
         detail = await res.text();
-        if (res.ok) return { accepted: true, teamId: teamIdIn(detail) };
-        if (status < 500) {
-          this.options.logger.warn({ callId, event: event.type, status, detail }, 'call event refused');
-          return { accepted: false };
+        if (res.ok) return { ok: true, body: detail };
+        if (status < 500 && !retryAlso(status)) {
+          this.options.logger.warn({ ...fields, status, detail }, `${what} refused`);
+          return { ok: false, body: detail };
         }
       } catch (err) {
         detail = (err as Error).message;
       }
       if (attempt >= attempts) {
-        this.options.logger.error({ callId, event: event.type, status, detail }, 'call event could not be delivered');
-        return { accepted: false };
+        this.options.logger.error({ ...fields, status, detail }, `${what} could not be delivered`);
+        return { ok: false, body: detail };
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(200 * 2 ** (attempt - 1), 3_000)));
     }

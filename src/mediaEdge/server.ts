@@ -12,6 +12,7 @@ import type { Logger } from '../logging/logger.js';
 import { isRejection, ServiceCallAdmission, type AdmittedCall, type CallAdmission } from './admission.js';
 import { callerAddress, CallerLimits, DEFAULT_CALLER_LIMITS, type CallerLimitsOptions } from './callerLimits.js';
 import type { ChannelCloseReason } from './media/channel.js';
+import { DEFAULT_RECORDING_RETRY } from './recording/recordingUpload.js';
 import type { DigestCredentials } from './sip/digest.js';
 import { DEFAULT_SIP_MESSAGE_LIMITS, type SipMessageLimits } from './sip/message.js';
 import { SipUserAgentServer, type EstablishedCall, type MediaAnswerer } from './sip/userAgentServer.js';
@@ -339,6 +340,10 @@ export const mediaEdgeConfigSchema = z.object({
   MEDIA_EDGE_SIP_MAX_HEADERS: positiveInt.default(DEFAULT_SIP_MESSAGE_LIMITS.maxHeaders),
   MEDIA_EDGE_SIP_MAX_VIA: positiveInt.default(DEFAULT_SIP_MESSAGE_LIMITS.maxViaEntries),
   MEDIA_EDGE_TRUST_PROXY: booleanFlag.default(false),
+  // A call's recording while the store fails: attempts, then the spool is discarded (recording/recordingUpload.ts).
+  MEDIA_EDGE_RECORDING_UPLOAD_ATTEMPTS: positiveInt.max(100, 'must be at most 100').default(DEFAULT_RECORDING_RETRY.attempts),
+  MEDIA_EDGE_RECORDING_RETRY_FIRST_MS: positiveInt.default(DEFAULT_RECORDING_RETRY.firstDelayMs),
+  MEDIA_EDGE_RECORDING_RETRY_MAX_MS: positiveInt.max(3_600_000, 'must be at most 3600000 (an hour)').default(DEFAULT_RECORDING_RETRY.maxDelayMs),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -354,6 +359,9 @@ export function loadMediaEdgeConfig(env: NodeJS.ProcessEnv = process.env): Media
   const config = parsed.data;
   if ((config.MEDIA_EDGE_RTC_PORT_MIN === undefined) !== (config.MEDIA_EDGE_RTC_PORT_MAX === undefined)) {
     throw new ConfigError('MEDIA_EDGE_RTC_PORT_MAX', 'must be set together with MEDIA_EDGE_RTC_PORT_MIN');
+  }
+  if (config.MEDIA_EDGE_RECORDING_RETRY_MAX_MS < config.MEDIA_EDGE_RECORDING_RETRY_FIRST_MS) {
+    throw new ConfigError('MEDIA_EDGE_RECORDING_RETRY_MAX_MS', 'must not be below MEDIA_EDGE_RECORDING_RETRY_FIRST_MS');
   }
   if (config.MEDIA_EDGE_RTC_PORT_MIN !== undefined && config.MEDIA_EDGE_RTC_PORT_MIN > config.MEDIA_EDGE_RTC_PORT_MAX!) {
     throw new ConfigError('MEDIA_EDGE_RTC_PORT_MAX', 'must not be below MEDIA_EDGE_RTC_PORT_MIN');

@@ -20,6 +20,7 @@ import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation } from './liveCalls.js';
 import type { ChannelCloseReason } from './media/channel.js';
 import { CallRecorder } from './recording/callRecorder.js';
+import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
 import { startConfiguredMediaEdge, type EstablishedCall, type MediaEdge, type MediaEdgeConfig } from './server.js';
 import type { SpeechEngines } from './speech/speechEngines.js';
 
@@ -71,6 +72,11 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   const calls = new LiveCalls();
   const engines = new Map<string, ConversationEngine>();
   const reporter = new CallEventReporter({ apiUrl: config.API_URL, secret: config.MEDIA_EDGE_SECRET, logger });
+  const recordingRetry: RecordingRetryPolicy = {
+    attempts: config.MEDIA_EDGE_RECORDING_UPLOAD_ATTEMPTS,
+    firstDelayMs: config.MEDIA_EDGE_RECORDING_RETRY_FIRST_MS,
+    maxDelayMs: config.MEDIA_EDGE_RECORDING_RETRY_MAX_MS,
+  };
   await speech.warmUp();
 
   const onCall = (call: EstablishedCall) => {
@@ -87,10 +93,15 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       log.info({ reason }, 'call media ended');
       await Promise.all([
         endReason ? reporter.report(call.callId, { type: 'ended', reason: endReason, event_id: `media-edge-ended-${call.callId}` }) : undefined,
-        recorder?.finish().then(
-          (recording) => log.info({ durationMs: recording.durationMs, bytes: recording.bytes }, 'recording stored'),
-          (err: unknown) => log.error({ err }, 'recording could not be stored'),
-        ),
+        // Retried while the store fails, then discarded with a System Note: never a spool left behind.
+        recorder &&
+          uploadRecording(recorder, {
+            policy: recordingRetry,
+            logger: log,
+            noteLost: async (text) => {
+              await reporter.addSystemNote(call.callId, { kind: 'recording_lost', text });
+            },
+          }),
       ]);
     });
     // Once answered, the call workflow runs the script's speech on this instance's queue. The

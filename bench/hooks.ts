@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
 import type { Client } from '@temporalio/client';
+import { secretBox } from '../src/config/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../src/db/repositories/hookDeliveries.js';
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
     const team = await insertTeam(pool, { name: 'bench', maxConcurrent: 10 });
     const secret = 'whsec_bench';
     const unsigned = await createHook(pool, { teamId: team.id, secret: null, automation: { kind: 'none' } });
-    const signed = await createHook(pool, { teamId: team.id, secret, automation: { kind: 'none' } });
+    const signed = await createHook(pool, { teamId: team.id, secret, automation: { kind: 'none' } }, secretBox(config));
     served = await startBenchApi(config, pool, temporal);
     const thread = startLoadThread(HOOK_REQUEST, 202, {
       port: served.port,

@@ -8,9 +8,11 @@
 // `voice_test`); unless REDIS_URL is set a redis-server (free port, no persistence). Each
 // run gets its own ports and temp folder, so several runs on one machine do not collide.
 // The tests see DATABASE_URL, REDIS_URL, REDIS_BIN, TEMPORAL_TEST_SERVER_EXECUTABLE,
-// TEMPORAL_CLI_PATH, NODE_ENV=test and LOG_LEVEL=silent. Services are stopped when the
-// tests end, on Ctrl-C, and (by a small watchdog) even if this process is killed.
+// TEMPORAL_CLI_PATH, SECRETS_ENCRYPTION_KEY (random unless set), NODE_ENV=test and
+// LOG_LEVEL=silent. Services are stopped when the tests end, on Ctrl-C, and (by a small
+// watchdog) even if this process is killed.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -288,6 +290,8 @@ try {
     LOG_LEVEL: 'silent',
     TEMPORAL_TEST_SERVER_EXECUTABLE: process.env.TEMPORAL_TEST_SERVER_EXECUTABLE || path.join(ROOT, 'scripts', 'temporal-test-server', 'launch.sh'),
     TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_PATH || path.join(ROOT, '.tools', 'bin', 'temporal'),
+    // The API, the worker and the CLI require it (docs/security.md): a fresh one per run.
+    SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY || randomBytes(32).toString('base64'),
   };
   const redisBin = process.env.REDIS_BIN || which('redis-server');
   if (redisBin) env.REDIS_BIN = redisBin;

@@ -13,6 +13,7 @@ import type { Pool } from './db/pool.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
+import { sealSecretsAtRest } from './services/secretsAtRest.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
 import type { HostResolver } from './webhooks/addresses.js';
@@ -23,7 +24,10 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** Builds the app over the given dependencies and listens on PORT. */
+/**
+ * Builds the app over the given dependencies, seals the stored secrets not sealed under
+ * SECRETS_ENCRYPTION_KEY yet (docs/security.md), and listens on PORT.
+ */
 export async function startApi(opts: {
   config: Config;
   pool: Pool;
@@ -43,6 +47,8 @@ export async function startApi(opts: {
   port?: number;
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {
+  // First: without SECRETS_ENCRYPTION_KEY this fails naming it, before anything starts.
+  await sealSecretsAtRest({ pool: opts.pool, config: opts.config, logger: opts.logger });
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
   const app = createApp({ ...opts, keyUsage }, opts.routes);

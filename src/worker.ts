@@ -1,11 +1,13 @@
 // The worker process on its own (production topology: `npm run worker`).
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, loadConfig, secretBox } from './config/index.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger } from './logging/logger.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Webhook deliveries open the endpoints' secrets with it: fail now, naming it, not at the first delivery.
+  secretBox(config);
   const logger = createLogger(config.LOG_LEVEL);
   installTemporalRuntime();
   const database = await openDatabase(config, logger);

@@ -1,6 +1,7 @@
 // Start-up shared by the benchmarks: a temp folder, Postgres (DATABASE_URL or one of their
 // own), Temporal (TEMPORAL_ADDRESS, a dev server of their own, or a client that is never
 // dialled) and the configuration.
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,6 +115,9 @@ export async function waitForNamespace(client: Client, namespace = 'default'): P
 }
 
 export const API_BENCH_SETTINGS = { RATE_LIMITS_ENABLED: 'false', PORT: '0', HOST: '127.0.0.1' } as const;
+
+// One key for the whole run, inherited by the bench's threads and child processes.
+process.env.SECRETS_ENCRYPTION_KEY ||= randomBytes(32).toString('base64');
 
 /** The configuration from the environment, on `databaseUrl`, silent, with `overrides`. */
 export function benchConfig(databaseUrl: string, overrides: Record<string, string> = {}): Config {

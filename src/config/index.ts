@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isSupportedCountry } from 'libphonenumber-js';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../domain/webhookEvents.js';
+import { decodeSecretsKey, SecretBox } from '../secrets/secretBox.js';
 
 /** Repository root: config/ sits two levels below it. */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -25,6 +26,8 @@ const url = (protocols: string[]) =>
       return false;
     }
   }, `must be a URL (${protocols.join(' or ')})`);
+
+const SECRETS_KEY_FORMAT = 'must be 32 random bytes in base64 (44 characters) or hex (64 characters), such as the output of `openssl rand -base64 32`';
 
 const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must be a whole number').positive('must be positive');
 
@@ -121,6 +124,14 @@ export const configSchema = z.object({
       return schedule;
     }),
   WEBHOOK_MAX_CONCURRENT_SENDS: positiveInt.default(500),
+  // The key that encrypts secrets kept in the database (docs/security.md): required by the
+  // API, the worker and the CLI's hook commands (secretBox); npm start generates one.
+  SECRETS_ENCRYPTION_KEY: z.string().refine((v) => decodeSecretsKey(v) !== undefined, SECRETS_KEY_FORMAT).optional(),
+  // Earlier keys, comma-separated: they only decrypt, while a rotation completes.
+  SECRETS_ENCRYPTION_KEY_PREVIOUS: z
+    .string()
+    .refine((v) => v.split(',').every((k) => decodeSecretsKey(k) !== undefined), `must be keys separated by commas, each ${SECRETS_KEY_FORMAT.slice('must be '.length)}`)
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -168,4 +179,28 @@ export function recordingsDir(config: Pick<Config, 'RECORDINGS_DIR' | 'DATA_DIR'
 /** The API's public base URL, without a trailing slash. */
 export function publicApiUrl(config: Pick<Config, 'PUBLIC_API_URL' | 'PORT'>): string {
   return (config.PUBLIC_API_URL ?? `http://127.0.0.1:${config.PORT}`).replace(/\/+$/, '');
+}
+
+const secretBoxes = new Map<string, SecretBox>();
+
+/**
+ * The box that encrypts the secrets kept in the database, under SECRETS_ENCRYPTION_KEY (and
+ * opening with SECRETS_ENCRYPTION_KEY_PREVIOUS too); ConfigError when the key is unset.
+ */
+export function secretBox(config: Pick<Config, 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS'>): SecretBox {
+  const current = config.SECRETS_ENCRYPTION_KEY;
+  if (!current) {
+    throw new ConfigError(
+      'SECRETS_ENCRYPTION_KEY',
+      'is required: the key that encrypts hook and webhook endpoint secrets and kept idempotent answers in the database; 32 random bytes in base64, such as the output of `openssl rand -base64 32` (npm start generates one into DATA_DIR)',
+    );
+  }
+  const cacheKey = `${current}|${config.SECRETS_ENCRYPTION_KEY_PREVIOUS ?? ''}`;
+  let box = secretBoxes.get(cacheKey);
+  if (!box) {
+    const previous = (config.SECRETS_ENCRYPTION_KEY_PREVIOUS ?? '').split(',').filter((k) => k.trim() !== '');
+    box = new SecretBox(decodeSecretsKey(current)!, previous.map((k) => decodeSecretsKey(k)!));
+    secretBoxes.set(cacheKey, box);
+  }
+  return box;
 }

@@ -3,7 +3,7 @@
 // The automations a hook run performs are in hookAutomations.ts.
 import { randomUUID } from 'node:crypto';
 import { WorkflowIdReusePolicy, type Client } from '@temporalio/client';
-import type { Config } from '../config/index.js';
+import { secretBox, type Config } from '../config/index.js';
 import { digestsEqual, hashSecret } from '../domain/digests.js';
 import type { HookAutomation } from '../domain/hookAutomation.js';
 import { webhookSignatureValid } from '../domain/hookSignature.js';
@@ -11,6 +11,7 @@ import { generateHookToken, hookPath } from '../domain/hookTokens.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../db/repositories/hookDeliveries.js';
 import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRecord } from '../db/repositories/hooks.js';
+import type { SecretBox } from '../secrets/secretBox.js';
 import { HOOK_ID, TEAM_ID } from '../temporal/searchAttributes.js';
 import { startWorkflowOnce } from '../temporal/startOnce.js';
 import { invalid, notFound, unauthenticated } from './errors.js';
@@ -23,7 +24,7 @@ export const INVALID_DELIVERY_ID = 'X-Webhook-Id must be 1 to 255 printable ASCI
 const DELIVERY_ID_RE = /^[\x20-\x7e]{1,255}$/;
 
 export interface HookServiceDeps {
-  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE'>;
+  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE' | 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS'>;
   pool: Pool;
   temporal: Client;
 }
@@ -48,6 +49,16 @@ export interface AcceptedHookRequest {
   hookId: string;
 }
 
+/** What a hook's signing secret is sealed to in the database (SecretBox): the hook, named by its token's hash. */
+export function hookSecretContext(tokenHash: string): string {
+  return `hook:${tokenHash}`;
+}
+
+/** The hook's signing secret in clear, or null for an unsigned hook; SecretUnreadable under a wrong key. */
+export function hookSigningSecret(hook: Pick<HookRecord, 'secret' | 'token_hash'>, box: SecretBox): string | null {
+  return hook.secret === null ? null : box.open(hook.secret, hookSecretContext(hook.token_hash));
+}
+
 /**
  * The live hook for a token, or not found. The lookup is by the token's SHA-256, so response time
  * does not depend on how much of a guessed token matches; the stored hash is then compared
@@ -69,7 +80,8 @@ export async function authenticateHookToken(db: Queryable, token: string): Promi
  */
 export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequest): Promise<AcceptedHookRequest> {
   const hook = await authenticateHookToken(deps.pool, request.token);
-  if (hook.secret !== null && !webhookSignatureValid(hook.secret, request.rawBody, request.signature)) {
+  const signingSecret = hookSigningSecret(hook, secretBox(deps.config));
+  if (signingSecret !== null && !webhookSignatureValid(signingSecret, request.rawBody, request.signature)) {
     throw unauthenticated(INVALID_WEBHOOK_SIGNATURE);
   }
   if (request.deliveryId !== undefined && !DELIVERY_ID_RE.test(request.deliveryId)) throw invalid(INVALID_DELIVERY_ID);
@@ -115,11 +127,24 @@ export interface CreatedHook {
   automation: HookAutomation;
 }
 
-/** A new hook for a team (ownership of script, number or list checked by the caller). */
-export async function createHook(db: Queryable, hook: { teamId: string; secret: string | null; automation: HookAutomation }): Promise<CreatedHook> {
+export interface NewHook {
+  teamId: string;
+  /** The signing secret in clear (stored sealed), or null for an unsigned hook. */
+  secret: string | null;
+  automation: HookAutomation;
+}
+
+/**
+ * A new hook for a team (ownership of script, number or list checked by the caller). A
+ * signed hook's secret is stored sealed by `secrets` (secretBox(config)), which only an
+ * unsigned hook may omit.
+ */
+export async function createHook(db: Queryable, hook: NewHook, secrets?: SecretBox): Promise<CreatedHook> {
+  if (hook.secret !== null && !secrets) throw new Error('createHook: a signed hook needs the SecretBox that seals its secret');
   const { token, hash } = generateHookToken();
-  const record = await insertHook(db, { teamId: hook.teamId, tokenHash: hash, secret: hook.secret, automation: hook.automation });
-  return { id: record.id, token, path: hookPath(token), secret: record.secret, automation: record.automation };
+  const sealed = hook.secret === null ? null : secrets!.seal(hook.secret, hookSecretContext(hash));
+  const record = await insertHook(db, { teamId: hook.teamId, tokenHash: hash, secret: sealed, automation: hook.automation });
+  return { id: record.id, token, path: hookPath(token), secret: hook.secret, automation: record.automation };
 }
 
 /** What an operator may see of a hook: never its token (not stored) nor its secret. */

@@ -3,7 +3,7 @@
  * what the delivery workflow's activities do, one attempt at a time.
  */
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config/index.js';
+import { secretBox, type Config } from '../config/index.js';
 import { withTransaction } from '../db/pool.js';
 import {
   clearWebhookEndpointFailures,
@@ -30,8 +30,10 @@ import { webhookSignatureHeader } from '../domain/webhookSignatures.js';
 import type { Logger } from '../logging/logger.js';
 import { systemResolver, type HostResolver } from '../webhooks/addresses.js';
 import { postWebhook } from '../webhooks/sender.js';
+import { SecretUnreadable } from '../secrets/secretBox.js';
 import type { WebhookAttemptResult } from '../../workflows/contracts.js';
 import { conflict, notFound } from './errors.js';
+import { webhookEndpointSecretContext } from './webhookEndpoints.js';
 import { dispatchWebhookDeliveries, type WebhookDispatchDeps } from './webhookEvents.js';
 
 export const WEBHOOK_DELIVERY_NOT_FOUND = 'Webhook delivery not found';
@@ -109,10 +111,26 @@ export async function redeliverWebhookDelivery(deps: WebhookDispatchDeps, teamId
 
 export interface WebhookSendDeps {
   pool: WebhookDispatchDeps['pool'];
-  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_RETRY_SCHEDULE'>;
+  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_RETRY_SCHEDULE' | 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS'>;
   logger?: Logger;
   /** Default: the system resolver (dns.lookup). */
   resolveHost?: HostResolver;
+}
+
+/**
+ * The endpoint's signing secrets in clear. One that cannot be opened (a wrong
+ * SECRETS_ENCRYPTION_KEY) fails the attempt with a message the team may read; the log
+ * says which key is missing.
+ */
+function openEndpointSecrets(deps: WebhookSendDeps, delivery: { endpoint_id: string; secrets: string[] }): string[] {
+  const box = secretBox(deps.config);
+  try {
+    return delivery.secrets.map((s) => box.open(s, webhookEndpointSecretContext(delivery.endpoint_id)));
+  } catch (err) {
+    if (!(err instanceof SecretUnreadable)) throw err;
+    deps.logger?.error({ err, endpointId: delivery.endpoint_id }, 'cannot read a webhook endpoint secret');
+    throw new Error('The endpoint’s signing secret cannot be read: the service’s encryption key is misconfigured');
+  }
 }
 
 const over = (status: 'succeeded' | 'failed', statusCode: number | null = null): WebhookAttemptResult => ({ status, statusCode, retryInSeconds: null });
@@ -132,6 +150,7 @@ export async function sendWebhookDelivery(deps: WebhookSendDeps, input: { delive
     return over('failed');
   }
 
+  const secrets = openEndpointSecrets(deps, delivery);
   const attemptedAt = new Date();
   const timestamp = Math.floor(attemptedAt.getTime() / 1000);
   const result = await postWebhook({
@@ -142,7 +161,7 @@ export async function sendWebhookDelivery(deps: WebhookSendDeps, input: { delive
       'user-agent': 'voice-agent-webhooks/1',
       'webhook-id': delivery.event_id,
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': webhookSignatureHeader(delivery.secrets, delivery.event_id, timestamp, delivery.body),
+      'webhook-signature': webhookSignatureHeader(secrets, delivery.event_id, timestamp, delivery.body),
     },
     timeoutMs: WEBHOOK_ATTEMPT_TIMEOUT_MS,
     resolver: deps.resolveHost ?? systemResolver,

@@ -4,7 +4,7 @@
  * resolve only to public addresses; every attempt checks that again.
  */
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config/index.js';
+import { secretBox, type Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import {
   deleteWebhookEndpoint as deleteEndpointRow,
@@ -23,12 +23,20 @@ import { conflict, invalid, notFound } from './errors.js';
 
 export interface WebhookEndpointServiceDeps {
   pool: Pool;
-  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS'>;
+  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS'>;
   /** Default: the system resolver (dns.lookup). */
   resolveHost?: HostResolver;
 }
 
 export const WEBHOOK_ENDPOINT_NOT_FOUND = 'Webhook endpoint not found';
+
+/**
+ * What an endpoint's signing secrets are sealed to in the database (SecretBox): the
+ * endpoint, for the current and the rotated secret alike (a rotation moves the value).
+ */
+export function webhookEndpointSecretContext(endpointId: string): string {
+  return `webhook-endpoint:${endpointId}`;
+}
 
 /** The endpoint as the API shows it; never its secrets. */
 export function webhookEndpointView(e: WebhookEndpointRecord) {
@@ -79,16 +87,19 @@ export interface CreateWebhookEndpointInput {
 /** A new endpoint, enabled, with a new secret (shown once, by the caller). */
 export async function createWebhookEndpoint(deps: WebhookEndpointServiceDeps, input: CreateWebhookEndpointInput): Promise<{ endpoint: WebhookEndpointRecord; secret: string }> {
   const url = await checkedUrl(deps, input.url);
+  const box = secretBox(deps.config);
+  const id = input.id ?? randomUUID();
   const endpoint = await insertWebhookEndpoint(deps.pool, {
-    id: input.id ?? randomUUID(),
+    id,
     teamId: input.teamId,
     url,
     events: eventList(input.events),
     description: input.description ?? null,
-    secret: generateWebhookSecret(),
+    secret: box.seal(generateWebhookSecret(), webhookEndpointSecretContext(id)),
   });
   if (!endpoint) throw conflict('A webhook endpoint with this id already exists');
-  return { endpoint, secret: endpoint.secret };
+  // The row's own secret: on an idempotent retry that is the first run's.
+  return { endpoint, secret: box.open(endpoint.secret, webhookEndpointSecretContext(endpoint.id)) };
 }
 
 export async function listWebhookEndpoints(deps: Pick<WebhookEndpointServiceDeps, 'pool'>, teamId: string): Promise<WebhookEndpointRecord[]> {
@@ -131,10 +142,11 @@ export async function deleteWebhookEndpoint(deps: Pick<WebhookEndpointServiceDep
 }
 
 /** A new secret; the current one keeps signing next to it for 24 hours (a second rotation drops the oldest). */
-export async function rotateWebhookEndpointSecret(deps: Pick<WebhookEndpointServiceDeps, 'pool'>, teamId: string, id: string): Promise<string> {
+export async function rotateWebhookEndpointSecret(deps: Pick<WebhookEndpointServiceDeps, 'pool' | 'config'>, teamId: string, id: string): Promise<string> {
   const endpoint = await requireEndpoint(deps, teamId, id);
   const secret = generateWebhookSecret();
-  const rotated = await rotateSecretRow(deps.pool, teamId, endpoint.id, secret, new Date(Date.now() + PREVIOUS_SECRET_VALID_MS));
+  const sealed = secretBox(deps.config).seal(secret, webhookEndpointSecretContext(endpoint.id));
+  const rotated = await rotateSecretRow(deps.pool, teamId, endpoint.id, sealed, new Date(Date.now() + PREVIOUS_SECRET_VALID_MS));
   if (!rotated) throw notFound(WEBHOOK_ENDPOINT_NOT_FOUND);
   return secret;
 }

@@ -10,6 +10,7 @@ import { INVALID_KEY_MESSAGE } from '../../src/api/middleware/idempotency.js';
 import { NESTED_TOO_DEEP_MESSAGE } from '../../src/api/middleware/jsonBody.js';
 import { allRoutes } from '../../src/api/routes.js';
 import { MAX_JSON_DEPTH } from '../../src/domain/jsonNesting.js';
+import { secretBox } from '../../src/config/index.js';
 import { createHook, type CreatedHook } from '../../src/services/hooks.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
@@ -29,7 +30,7 @@ before(async () => {
   app = await startTestApi({ temporal: env.client, config: { MEDIA_EDGE_SECRET, RATE_LIMITS_ENABLED: 'false' } });
   team = await createTestTeam(app.pool);
   hook = await createHook(app.pool, { teamId: team.teamId, secret: null, automation: { kind: 'none' } });
-  signedHook = await createHook(app.pool, { teamId: team.teamId, secret: HOOK_SECRET, automation: { kind: 'none' } });
+  signedHook = await createHook(app.pool, { teamId: team.teamId, secret: HOOK_SECRET, automation: { kind: 'none' } }, secretBox(app.config));
 });
 
 after(async () => {

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { secretBox } from '../../src/config/index.js';
 import { signWebhookBody } from '../../src/domain/hookSignature.js';
 import { createHook, revokeHookById, type CreatedHook } from '../../src/services/hooks.js';
 import { HOOK_ID, TEAM_ID } from '../../src/temporal/searchAttributes.js';
@@ -29,7 +30,7 @@ before(async () => {
   app = await startTestApi({ temporal: env.client, config: { TRUST_PROXY: 'true' } });
   team = await createTestTeam(app.pool);
   unsigned = await createHook(app.pool, { teamId: team.teamId, secret: null, automation: { kind: 'none' } });
-  signed = await createHook(app.pool, { teamId: team.teamId, secret: SECRET, automation: { kind: 'none' } });
+  signed = await createHook(app.pool, { teamId: team.teamId, secret: SECRET, automation: { kind: 'none' } }, secretBox(app.config));
 });
 
 after(async () => {

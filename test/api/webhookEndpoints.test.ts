@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { secretBox } from '../../src/config/index.js';
+import { webhookEndpointSecretContext } from '../../src/services/webhookEndpoints.js';
 import { hookRunFailedEvent, recordWebhookEvents } from '../../src/services/webhookEvents.js';
 import { WEBHOOK_ENDPOINT_ID, WEBHOOK_EVENT_TYPE, TEAM_ID } from '../../src/temporal/searchAttributes.js';
 import { systemResolver, type HostResolver } from '../../src/webhooks/addresses.js';
@@ -247,7 +249,9 @@ describe('PATCH, DELETE and rotate-secret', () => {
     assert.match(res.json.secret, /^whsec_/);
     assert.notEqual(res.json.secret, secret);
     const { rows } = await api.pool.query('SELECT secret, previous_secret, previous_secret_expires_at FROM webhook_endpoints WHERE id = $1', [endpoint.id]);
-    assert.deepEqual([rows[0].secret, rows[0].previous_secret], [res.json.secret, secret]);
+    // Stored encrypted (docs/security.md): opened, they are the new and the previous secret.
+    const open = (stored: string) => secretBox(api.config).open(stored, webhookEndpointSecretContext(endpoint.id));
+    assert.deepEqual([open(rows[0].secret), open(rows[0].previous_secret)], [res.json.secret, secret]);
     assert.ok(Math.abs(rows[0].previous_secret_expires_at.getTime() - (Date.now() + 24 * 3600_000)) < 60_000);
   });
 

@@ -10,6 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { signWebhookBody } from '../../src/domain/hookSignature.js';
 import { insertList } from '../../src/db/repositories/lists.js';
 import { hookRunCallId } from '../../src/services/hookAutomations.js';
+import { secretBox } from '../../src/config/index.js';
 import { createHook } from '../../src/services/hooks.js';
 import { callWorkflowId, hookRunWorkflowId, type CallWorkflowResult, type HookRunResult } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
@@ -64,7 +65,7 @@ const count = async (sql: string, params: unknown[]) => Number((await app.pool.q
 
 describe('schedule_call automation', () => {
   test('a signed request upserts the contact, schedules a call with the hook’s script from its number, and the simulated call completes', async () => {
-    const hook = await createHook(app.pool, { teamId: team.teamId, secret: SECRET, automation: { kind: 'schedule_call', script_id: team.scriptId, from_number: team.fromNumber } });
+    const hook = await createHook(app.pool, { teamId: team.teamId, secret: SECRET, automation: { kind: 'schedule_call', script_id: team.scriptId, from_number: team.fromNumber } }, secretBox(app.config));
     const phone = calleeNumber('4321');
     const body = JSON.stringify({ event: 'lead.created', contact: { phone_number: phone, first_name: 'Ada', last_name: 'Lovelace' }, email: 'ada@example.com' });
     const res = await post(hook.path, body, { 'X-Webhook-Signature': `sha256=${signWebhookBody(SECRET, body)}` });

@@ -226,7 +226,7 @@ describe('sendWebhookDelivery', () => {
   test('after a rotation both secrets sign for 24 hours, then only the new one', async () => {
     receiver.answer(200);
     const { endpoint, secret: oldSecret } = await oneDelivery(receiver.url);
-    const newSecret = await rotateWebhookEndpointSecret({ pool }, team.teamId, endpoint.id);
+    const newSecret = await rotateWebhookEndpointSecret(sendDeps(), team.teamId, endpoint.id);
     assert.notEqual(newSecret, oldSecret);
     const [during] = await newDeliveries();
     await sendWebhookDelivery(sendDeps(), { deliveryId: during.id, attempt: 1 });

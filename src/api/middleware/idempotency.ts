@@ -1,8 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context, Middleware } from 'koa';
+import { secretBox } from '../../config/index.js';
 import type { Pool } from '../../db/pool.js';
 import { nameBasedUuid } from '../../domain/ids.js';
+import type { SecretBox } from '../../secrets/secretBox.js';
 import {
   findIdempotencyKey,
   pruneExpiredIdempotencyKeys,
@@ -142,11 +144,22 @@ function serialisedBody(body: unknown): string | undefined {
   return JSON.stringify(body);
 }
 
-function replay(ctx: Context, record: IdempotencyRecord): void {
+/**
+ * What a kept body is sealed to: its record. Every kept body is stored encrypted, as it may
+ * carry a session token, a call token, a webhook secret or a signed link (docs/idempotency.md,
+ * "Kept answers are encrypted").
+ */
+function keptBodyContext(ref: IdempotencyKeyRef): string {
+  return `idempotency:${JSON.stringify([ref.teamId, ref.endpoint, ref.key])}`;
+}
+
+function replay(ctx: Context, record: IdempotencyRecord, box: SecretBox, ref: IdempotencyKeyRef): void {
+  // Opened first: an answer that cannot be read (a wrong key) is a 500, never a half-set replay.
+  const body = box.open(record.response_body!, keptBodyContext(ref));
   ctx.status = record.response_status!;
   for (const [name, value] of Object.entries(record.response_headers)) ctx.set(name, value);
   ctx.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
-  ctx.body = record.response_body!;
+  ctx.body = body;
 }
 
 const PG_DEADLOCK_DETECTED = '40P01';
@@ -272,6 +285,7 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
   if (!idempotencyApplies(route)) return [];
   const endpoint = endpointKey(route);
   const staleAfterSeconds = deps.config.IDEMPOTENCY_STALE_AFTER_SECONDS;
+  const box = secretBox(deps.config);
   const step: Middleware = async (ctx, next) => {
     const key = ctx.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
     if (key === undefined) return next();
@@ -291,7 +305,7 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
       if (existing && existing.state !== 'released') {
         if (existing.request_hash !== requestHash) throw unprocessable(DIFFERENT_BODY_MESSAGE);
         if (existing.state === 'in_progress') throw conflict(IN_PROGRESS_MESSAGE);
-        return replay(ctx, existing);
+        return replay(ctx, existing, box, ref);
       }
       if (attempt >= 2) throw conflict(IN_PROGRESS_MESSAGE);
     }
@@ -330,7 +344,8 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
     if (!keeps(ctx.status, state.changed) || body === undefined) return release();
     ctx.body = body;
     try {
-      await pipeOf(deps.pool, staleAfterSeconds).submit({ completion: { ...ref, attemptId, status: ctx.status, body, headers: routeHeaders(headersBefore, ctx) } });
+      const sealed = box.seal(body, keptBodyContext(ref));
+      await pipeOf(deps.pool, staleAfterSeconds).submit({ completion: { ...ref, attemptId, status: ctx.status, body: sealed, headers: routeHeaders(headersBefore, ctx) } });
     } catch (err) {
       // The request itself succeeded: answer it. The key goes stale and the next retry
       // runs again, where the deterministic id and the endpoint's own uniqueness hold.

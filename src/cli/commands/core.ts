@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { secretBox } from '../../config/index.js';
 import { generateApiKey } from '../../domain/apiKeys.js';
 import { generateHookToken } from '../../domain/hookTokens.js';
 import { normalizePhoneNumber } from '../../domain/phone.js';
@@ -52,17 +53,19 @@ export const coreCommands: CliCommand[] = [
     async run(ctx, { options }) {
       const maxConcurrent = positiveIntegerOption(options, 'max-concurrent', DEFAULT_MAX_CONCURRENT);
       const name = typeof options['team-name'] === 'string' && options['team-name'].trim() ? options['team-name'].trim() : 'Demo team';
+      // Before anything is written: without the key the hook's secret cannot be stored.
+      const box = secretBox(ctx.config);
       return withTransaction(await ctx.db(), async (db) => {
         const team = await insertTeam(db, { name, maxConcurrent });
         const key = await createKey(db, team.id, 'Default');
         const script = await insertScript(db, { teamId: team.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
         const number = await addPhoneNumber(db, team.id, demoPhoneNumber());
         const secret = `whsec_${generateHookToken().token.slice(3)}`;
-        const { automation: _automation, ...hook } = await createHook(db, {
-          teamId: team.id,
-          secret,
-          automation: { kind: 'schedule_call', script_id: script.id, from_number: number.phone_number },
-        });
+        const { automation: _automation, ...hook } = await createHook(
+          db,
+          { teamId: team.id, secret, automation: { kind: 'schedule_call', script_id: script.id, from_number: number.phone_number } },
+          box,
+        );
         return { team_id: team.id, api_key: key.api_key, key_id: key.key_id, script_id: script.id, from_number: number.phone_number, hook };
       });
     },

@@ -1,3 +1,4 @@
+import { secretBox } from '../../config/index.js';
 import type { HookAutomation } from '../../domain/hookAutomation.js';
 import { findList } from '../../db/repositories/lists.js';
 import { findTeamPhoneNumber } from '../../db/repositories/phoneNumbers.js';
@@ -33,6 +34,8 @@ export const hookCommands: CliCommand[] = [
       const db = await ctx.db();
       const teamId = await requireTeam(db, requiredString(options, 'team'));
       const secret = typeof options.secret === 'string' && options.secret !== '' ? options.secret : null;
+      // Checked before anything is written: a signed hook's secret is stored encrypted under SECRETS_ENCRYPTION_KEY.
+      const box = secret === null ? undefined : secretBox(ctx.config);
       const callOptions = options.script !== undefined || options.from !== undefined;
       let automation: HookAutomation = { kind: 'none' };
       if (callOptions && options.list !== undefined) throw new CliError('--list cannot be combined with --script and --from: a hook has one automation');
@@ -47,7 +50,7 @@ export const hookCommands: CliCommand[] = [
         if (!(await findList(db, teamId, listId))) throw new CliError(`list ${listId} not found in team ${teamId}`);
         automation = { kind: 'add_to_list', list_id: listId };
       }
-      const hook = await createHook(db, { teamId, secret, automation });
+      const hook = await createHook(db, { teamId, secret, automation }, box);
       return { id: hook.id, token: hook.token, path: hook.path, secret: hook.secret };
     },
     text: (r) => `Hook ${r.id}: POST ${r.path}${r.secret ? ` (signed with secret ${r.secret})` : ' (unsigned)'}\n(the token in the path is not shown again)`,

@@ -7,6 +7,7 @@ export interface HookRecord {
   id: string;
   team_id: string;
   token_hash: string;
+  /** The signing secret as stored: sealed by SecretBox (plaintext in rows written before that); services/hooks.ts hookSigningSecret opens it. */
   secret: string | null;
   automation: HookAutomation;
   created_at: Date;
@@ -39,4 +40,24 @@ export async function listTeamHooks(db: Queryable, teamId: string): Promise<Hook
 export async function revokeHook(db: Queryable, hookId: string): Promise<HookRecord | undefined> {
   const { rows } = await db.query<HookRecord>('UPDATE hooks SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING *', [hookId]);
   return rows[0];
+}
+
+/**
+ * Up to `limit` hooks after `afterId` (id order) whose secret does not start with
+ * `sealedPrefix`: written before encryption, or sealed under an earlier key.
+ */
+export async function listHookSecretsToReseal(db: Queryable, sealedPrefix: string, afterId: string | null, limit: number): Promise<Array<Pick<HookRecord, 'id' | 'token_hash'> & { secret: string }>> {
+  const { rows } = await db.query<Pick<HookRecord, 'id' | 'token_hash'> & { secret: string }>(
+    `SELECT id, token_hash, secret FROM hooks
+      WHERE secret IS NOT NULL AND left(secret, length($1)) <> $1 AND ($2::uuid IS NULL OR id > $2)
+      ORDER BY id LIMIT $3`,
+    [sealedPrefix, afterId, limit],
+  );
+  return rows;
+}
+
+/** Stores `to` as the hook's secret if it is still `from` (another process may have re-sealed it first). */
+export async function replaceHookSecret(db: Queryable, hookId: string, from: string, to: string): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE hooks SET secret = $3 WHERE id = $1 AND secret = $2', [hookId, from, to]);
+  return (rowCount ?? 0) > 0;
 }

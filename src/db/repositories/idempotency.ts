@@ -13,6 +13,7 @@ export interface IdempotencyRecord {
   attempt_id: string;
   locked_at: Date;
   response_status: number | null;
+  /** The kept body as stored: sealed by the middleware's SecretBox (plaintext in records kept before that). */
   response_body: string | null;
   response_headers: Record<string, string>;
   created_at: Date;
@@ -35,6 +36,7 @@ export interface IdempotencyClaim extends IdempotencyKeyRef {
 export interface IdempotencyCompletion extends IdempotencyKeyRef {
   attemptId: string;
   status: number;
+  /** The body as it is to be stored (the middleware seals it). */
   body: string;
   headers: Record<string, string>;
 }

@@ -177,7 +177,7 @@ export interface DeliveryToSend {
   url: string;
   endpoint_enabled: boolean;
   endpoint_deleted: boolean;
-  /** Newest first: the current secret, then the rotated one while it is still valid. */
+  /** Newest first: the current secret, then the rotated one while it is still valid; as stored (sealed). */
   secrets: string[];
 }
 

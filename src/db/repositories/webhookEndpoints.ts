@@ -15,6 +15,7 @@ export interface WebhookEndpointRecord {
   enabled: boolean;
   disabled_reason: EndpointDisabledReason | null;
   failing_since: Date | null;
+  /** The signing secrets as stored: sealed by SecretBox (plaintext in rows written before that); open with the endpoint's context. */
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -29,6 +30,7 @@ export interface NewWebhookEndpoint {
   url: string;
   events: string[] | null;
   description: string | null;
+  /** Sealed by the caller (SecretBox). */
   secret: string;
 }
 
@@ -159,4 +161,37 @@ export async function recordWebhookEndpointFailure(db: Queryable, id: string, di
     [id, disableAfterMs],
   );
   return rows[0]?.enabled === false;
+}
+
+/** An endpoint's two stored signing secrets. */
+export type StoredEndpointSecrets = Pick<WebhookEndpointRecord, 'secret' | 'previous_secret'>;
+
+/**
+ * Up to `limit` endpoints after `afterId` (id order, deleted ones included) with a secret
+ * (current or previous) that does not start with `sealedPrefix`: written before
+ * encryption, or sealed under an earlier key.
+ */
+export async function listWebhookEndpointSecretsToReseal(
+  db: Queryable,
+  sealedPrefix: string,
+  afterId: string | null,
+  limit: number,
+): Promise<Array<StoredEndpointSecrets & { id: string }>> {
+  const { rows } = await db.query<StoredEndpointSecrets & { id: string }>(
+    `SELECT id, secret, previous_secret FROM webhook_endpoints
+      WHERE (left(secret, length($1)) <> $1 OR left(previous_secret, length($1)) <> $1) AND ($2::uuid IS NULL OR id > $2)
+      ORDER BY id LIMIT $3`,
+    [sealedPrefix, afterId, limit],
+  );
+  return rows;
+}
+
+/** Stores `to` as the endpoint's secrets if they are still `from` (a rotation or another process may have changed them). */
+export async function replaceWebhookEndpointSecrets(db: Queryable, id: string, from: StoredEndpointSecrets, to: StoredEndpointSecrets): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_endpoints SET secret = $4, previous_secret = $5
+      WHERE id = $1 AND secret = $2 AND previous_secret IS NOT DISTINCT FROM $3`,
+    [id, from.secret, from.previous_secret, to.secret, to.previous_secret],
+  );
+  return (rowCount ?? 0) > 0;
 }

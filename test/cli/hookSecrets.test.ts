@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { secretBox } from '../../src/config/index.js';
 import type { Pool } from '../../src/db/pool.js';
+import { insertTeam } from '../../src/db/repositories/teams.js';
 import { hookSigningSecret } from '../../src/services/hooks.js';
 import { testConfig, testPool } from '../support/app.js';
 import { operatorCli } from '../support/cli.js';
@@ -37,13 +38,13 @@ describe('hook secrets written by the CLI', () => {
   });
 
   test('without SECRETS_ENCRYPTION_KEY a signed hook is refused naming it, and nothing is written; an unsigned one is made', async () => {
-    const boot = await adminJson(['bootstrap', '--team-name', 'no key']);
-    const count = async () => Number((await pool.query('SELECT count(*) AS n FROM hooks WHERE team_id = $1', [boot.team_id])).rows[0].n);
-    await withoutKey.adminFails(['hooks', 'create', '--team', boot.team_id, '--secret', 'a-secret'], /SECRETS_ENCRYPTION_KEY is required/);
+    const team = await insertTeam(pool, { name: 'no key', maxConcurrent: 1 });
+    const count = async () => Number((await pool.query('SELECT count(*) AS n FROM hooks WHERE team_id = $1', [team.id])).rows[0].n);
+    await withoutKey.adminFails(['hooks', 'create', '--team', team.id, '--secret', 'a-secret'], /SECRETS_ENCRYPTION_KEY is required/);
     await withoutKey.adminFails(['bootstrap', '--team-name', 'no key either'], /SECRETS_ENCRYPTION_KEY is required/);
-    assert.equal(await count(), 1);
+    assert.equal(await count(), 0);
     assert.equal((await pool.query(`SELECT 1 FROM teams WHERE name = 'no key either'`)).rowCount, 0, 'bootstrap wrote nothing');
-    const unsigned = await withoutKey.adminJson(['hooks', 'create', '--team', boot.team_id]);
+    const unsigned = await withoutKey.adminJson(['hooks', 'create', '--team', team.id]);
     assert.equal((await storedHook(unsigned.id)).secret, null);
   });
 

@@ -5,7 +5,7 @@ import type { RecordingStore } from './store.js';
 
 export { assertRecordingKey, InvalidRecordingKeyError, recordingKey } from './keys.js';
 export { localRecordingStore } from './local.js';
-export { S3Error, s3RecordingStore, type S3PutOptions, type S3RecordingStore, type S3StoreOptions } from './s3.js';
+export { S3Error, s3RecordingStore, type S3StoreOptions } from './s3.js';
 export { RangeNotSatisfiableError, RecordingExistsError, resolveRange, type ByteRange, type PutOptions, type RecordingStore, type StoredObject } from './store.js';
 export { SynthesisUnavailableError, text2waveSynthesis, type SpeechSynthesis } from './synthesis.js';
 

@@ -11,7 +11,7 @@ import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { assertRecordingKey } from './keys.js';
-import { RangeNotSatisfiableError, rangeHeader, type ByteRange, type RecordingStore, type StoredObject } from './store.js';
+import { RangeNotSatisfiableError, rangeHeader, RecordingExistsError, type ByteRange, type RecordingStore, type StoredObject } from './store.js';
 
 export interface S3StoreOptions {
   /** e.g. http://minio:9000; default: AWS's S3 endpoint of `region`. */
@@ -28,12 +28,6 @@ export interface S3StoreOptions {
   lookup?: LookupFunction;
 }
 
-/** Options of one write. */
-export interface S3PutOptions {
-  /** Write only if no object has the key (`If-None-Match: *`); otherwise S3 answers 412 PreconditionFailed. */
-  ifAbsent?: boolean;
-}
-
 /** An error answer of S3: its status and code (SignatureDoesNotMatch, NoSuchBucket, PreconditionFailed, ...). */
 export class S3Error extends Error {
   constructor(
@@ -45,12 +39,6 @@ export class S3Error extends Error {
     super(`S3 ${status} ${code}: ${message}`, options);
     this.name = 'S3Error';
   }
-}
-
-/** The recording store over S3, plus the conditional write the store's callers may build on. */
-export interface S3RecordingStore extends RecordingStore {
-  readonly kind: 's3';
-  put(key: string, body: Buffer | Readable, contentType: string, size?: number, options?: S3PutOptions): Promise<void>;
 }
 
 type S3Sdk = typeof import('@aws-sdk/client-s3');
@@ -71,7 +59,7 @@ async function readAll(stream: Readable): Promise<Buffer> {
 /** The SDK's warnings (e.g. "a streaming request is not retried") are dropped: the caller gets the error itself. */
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
-export function s3RecordingStore(options: S3StoreOptions): S3RecordingStore {
+export function s3RecordingStore(options: S3StoreOptions): RecordingStore {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const loaded = loadSdk().then((s3) => ({
     s3,
@@ -130,7 +118,13 @@ export function s3RecordingStore(options: S3StoreOptions): S3RecordingStore {
         ContentType: contentType,
         IfNoneMatch: putOptions?.ifAbsent ? '*' : undefined,
       };
-      await call(`PUT ${key}`, ({ s3, client }) => client.send(new s3.PutObjectCommand(input)));
+      try {
+        await call(`PUT ${key}`, ({ s3, client }) => client.send(new s3.PutObjectCommand(input)));
+      } catch (err) {
+        // S3's answer to If-None-Match: * on a taken key; the same error as the local store's.
+        if (putOptions?.ifAbsent && err instanceof S3Error && err.status === 412) throw new RecordingExistsError(key);
+        throw err;
+      }
     },
 
     async get(key, range?: ByteRange): Promise<StoredObject | undefined> {

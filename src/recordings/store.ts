@@ -24,8 +24,8 @@ export interface StoredObject {
 export interface PutOptions {
   /**
    * Write only if no object has the key, atomically: a call's recording is never overwritten.
-   * A taken key fails the write (RecordingExistsError locally, S3's 412 PreconditionFailed)
-   * and leaves the object as it was.
+   * A taken key fails the write with RecordingExistsError (S3 answers If-None-Match: * with
+   * 412 PreconditionFailed) and leaves the object as it was.
    */
   ifAbsent?: boolean;
 }

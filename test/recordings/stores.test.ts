@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { localRecordingStore } from '../../src/recordings/local.js';
 import { recordingKey } from '../../src/recordings/keys.js';
-import { S3Error, s3RecordingStore, type S3RecordingStore } from '../../src/recordings/s3.js';
+import { S3Error, s3RecordingStore } from '../../src/recordings/s3.js';
 import { RangeNotSatisfiableError, RecordingExistsError, type RecordingStore } from '../../src/recordings/store.js';
 import { startFakeS3, type FakeS3 } from '../support/fakeS3.js';
 
@@ -63,8 +63,8 @@ function conformance(name: string, store: () => RecordingStore) {
     test('a put with ifAbsent writes a new key; on a taken key it fails and leaves the object as it was (a recording is never overwritten)', async () => {
       const key = newKey();
       await store().put(key, Readable.from([DIGITS]), 'audio/wav', DIGITS.length, { ifAbsent: true });
-      await assert.rejects(store().put(key, Readable.from([Buffer.from('other')]), 'audio/wav', 5, { ifAbsent: true }));
-      await assert.rejects(store().put(key, Buffer.from('other'), 'audio/wav', undefined, { ifAbsent: true }));
+      await assert.rejects(store().put(key, Readable.from([Buffer.from('other')]), 'audio/wav', 5, { ifAbsent: true }), RecordingExistsError);
+      await assert.rejects(store().put(key, Buffer.from('other'), 'audio/wav', undefined, { ifAbsent: true }), RecordingExistsError);
       assert.equal(await text((await store().get(key))!.stream), DIGITS.toString());
     });
 
@@ -188,14 +188,21 @@ describe('S3 store against the fake S3', () => {
     await assert.rejects(unknownKeyId.get(newKey()), (err: unknown) => err instanceof S3Error && err.code === 'InvalidAccessKeyId');
   });
 
-  test('a conditional put (ifAbsent) writes a new key and fails with 412 PreconditionFailed on a taken one, leaving it as it was', async () => {
+  test('ifAbsent is If-None-Match: * on the wire: S3 answers a taken key 412 PreconditionFailed, thrown as RecordingExistsError', async () => {
     const key = newKey();
+    s3.requests.length = 0;
     await pathStyle().put(key, DIGITS, 'audio/wav', undefined, { ifAbsent: true });
-    const again = (store: S3RecordingStore) => store.put(key, Readable.from([Buffer.from('other')]), 'audio/wav', 5, { ifAbsent: true });
-    for (const store of [pathStyle(), virtualHosted()]) {
-      await assert.rejects(again(store), (err: unknown) => err instanceof S3Error && err.status === 412 && err.code === 'PreconditionFailed');
-    }
-    assert.equal(await text((await pathStyle().get(key))!.stream), DIGITS.toString());
+    await assert.rejects(virtualHosted().put(key, Readable.from([Buffer.from('other')]), 'audio/wav', 5, { ifAbsent: true }), RecordingExistsError);
+    await pathStyle().put(key, Buffer.from('replaced'), 'audio/wav');
+    assert.deepEqual(
+      s3.requests.map((r) => [r.method, r.status, r.code ?? null]),
+      [
+        ['PUT', 200, null],
+        ['PUT', 412, 'PreconditionFailed'],
+        ['PUT', 200, null],
+      ],
+      'a put without ifAbsent is unconditional',
+    );
   });
 
   test('a missing key is not found (GET 404 NoSuchKey, HEAD 404); a missing bucket is an error', async () => {

@@ -83,6 +83,9 @@ export const configSchema = z.object({
   RATE_LIMIT_PER_TEAM: positiveInt.default(300),
   RATE_LIMIT_PER_TEAM_WRITES: positiveInt.default(120),
   RATE_LIMIT_REDIS_TIMEOUT_MS: positiveInt.default(500),
+  // Hooks signed with Standard Webhooks (docs/webhooks.md): how far webhook-timestamp may be
+  // from the server's clock, either way, before the request is refused as stale or replayed.
+  HOOK_SIGNATURE_TOLERANCE_SECONDS: positiveInt.max(3600, 'must be at most 3600').default(300),
   IDEMPOTENCY_STALE_AFTER_SECONDS: positiveInt.default(60),
   // Batches (docs/batches.md): poll interval, and calls outstanding per slot of the team ceiling.
   BATCH_POLL_SECONDS: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(3600).default(2),

@@ -6,8 +6,9 @@ import { WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import { secretBox, type Config } from '../config/index.js';
 import { digestsEqual, hashSecret } from '../domain/digests.js';
 import type { HookAutomation } from '../domain/hookAutomation.js';
-import { webhookSignatureValid } from '../domain/hookSignature.js';
+import { webhookSignatureValid, type HookSignatureScheme } from '../domain/hookSignature.js';
 import { generateHookToken, hookPath } from '../domain/hookTokens.js';
+import { generateWebhookSecret, isWebhookSecret, verifyStandardWebhook, type StandardWebhookHeaders } from '../domain/webhookSignatures.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { claimHookDelivery, markHookDeliveryStarted } from '../db/repositories/hookDeliveries.js';
 import { findHookByTokenHash, insertHook, listTeamHooks, revokeHook, type HookRecord } from '../db/repositories/hooks.js';
@@ -22,9 +23,18 @@ export const INVALID_WEBHOOK_SIGNATURE = 'Invalid webhook signature';
 export const INVALID_DELIVERY_ID = 'X-Webhook-Id must be 1 to 255 printable ASCII characters';
 /** X-Webhook-Id: the sender's delivery id (docs/webhooks.md "Idempotent delivery: X-Webhook-Id"). */
 const DELIVERY_ID_RE = /^[\x20-\x7e]{1,255}$/;
+// Standard Webhooks (docs/webhooks.md "Standard Webhooks (timestamped)").
+export const MISSING_STANDARD_WEBHOOK_HEADERS = 'Missing Standard Webhooks headers: webhook-id, webhook-timestamp and webhook-signature are required';
+export const MALFORMED_WEBHOOK_TIMESTAMP = 'webhook-timestamp must be the signing time in Unix seconds';
+export const staleWebhookTimestamp = (toleranceSeconds: number) => `webhook-timestamp is more than ${toleranceSeconds} seconds old: the request is stale or replayed`;
+export const futureWebhookTimestamp = (toleranceSeconds: number) => `webhook-timestamp is more than ${toleranceSeconds} seconds in the future: check the sender's clock`;
+export const INVALID_WEBHOOK_MESSAGE_ID = 'webhook-id must be 1 to 255 printable ASCII characters other than "."';
+export const INVALID_STANDARD_WEBHOOKS_SECRET = 'A Standard Webhooks secret must be whsec_ followed by the base64 of 24 to 64 bytes';
+/** webhook-id: also the delivery id; no "." (the signed content joins id, timestamp and body with "."). */
+const MESSAGE_ID_RE = /^[\x20-\x2d\x2f-\x7e]{1,255}$/;
 
 export interface HookServiceDeps {
-  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE' | 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS'>;
+  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE' | 'SECRETS_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY_PREVIOUS' | 'HOOK_SIGNATURE_TOLERANCE_SECONDS'>;
   pool: Pool;
   temporal: Client;
 }
@@ -40,6 +50,8 @@ export interface HookRequest {
   signature?: string;
   /** X-Webhook-Id, when sent. */
   deliveryId?: string;
+  /** webhook-id, webhook-timestamp and webhook-signature, as sent: read by hooks signed with Standard Webhooks. */
+  standardWebhook?: StandardWebhookHeaders;
 }
 
 export interface AcceptedHookRequest {
@@ -72,8 +84,41 @@ export async function authenticateHookToken(db: Queryable, token: string): Promi
 }
 
 /**
+ * The signature check of a signed hook, in the hook's scheme; answers the request's delivery
+ * id: X-Webhook-Id (unsigned) for the default scheme, the signed webhook-id for Standard
+ * Webhooks, whose stale or future timestamps are refused here (replays).
+ */
+function verifyHookSignature(deps: HookServiceDeps, hook: HookRecord, secret: string, request: HookRequest): string | undefined {
+  if (hook.signature_scheme !== 'standard-webhooks') {
+    if (!webhookSignatureValid(secret, request.rawBody, request.signature)) throw unauthenticated(INVALID_WEBHOOK_SIGNATURE);
+    return request.deliveryId;
+  }
+  const tolerance = deps.config.HOOK_SIGNATURE_TOLERANCE_SECONDS;
+  const verdict = verifyStandardWebhook(secret, request.standardWebhook ?? {}, request.rawBody, {
+    nowSeconds: Math.floor(Date.now() / 1000),
+    toleranceSeconds: tolerance,
+  });
+  if (verdict.ok) {
+    if (!MESSAGE_ID_RE.test(verdict.id)) throw invalid(INVALID_WEBHOOK_MESSAGE_ID);
+    return verdict.id;
+  }
+  switch (verdict.problem) {
+    case 'missing_headers':
+      throw unauthenticated(MISSING_STANDARD_WEBHOOK_HEADERS);
+    case 'malformed_timestamp':
+      throw unauthenticated(MALFORMED_WEBHOOK_TIMESTAMP);
+    case 'too_old':
+      throw unauthenticated(staleWebhookTimestamp(tolerance));
+    case 'too_new':
+      throw unauthenticated(futureWebhookTimestamp(tolerance));
+    default:
+      throw unauthenticated(INVALID_WEBHOOK_SIGNATURE);
+  }
+}
+
+/**
  * Authenticates a webhook request (token, then signature when the hook has a secret),
- * checks and claims its X-Webhook-Id and starts the run's workflow. A duplicate delivery
+ * checks and claims its delivery id and starts the run's workflow. A duplicate delivery
  * answers the first run's id. Until the first request has confirmed the start, a
  * duplicate starts the same workflow id too (USE_EXISTING, REJECT_DUPLICATE: a no-op if it
  * exists), which completes a first request that died between the claim and the start.
@@ -81,13 +126,11 @@ export async function authenticateHookToken(db: Queryable, token: string): Promi
 export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequest): Promise<AcceptedHookRequest> {
   const hook = await authenticateHookToken(deps.pool, request.token);
   const signingSecret = hookSigningSecret(hook, secretBox(deps.config));
-  if (signingSecret !== null && !webhookSignatureValid(signingSecret, request.rawBody, request.signature)) {
-    throw unauthenticated(INVALID_WEBHOOK_SIGNATURE);
-  }
-  if (request.deliveryId !== undefined && !DELIVERY_ID_RE.test(request.deliveryId)) throw invalid(INVALID_DELIVERY_ID);
+  const deliveryId = signingSecret === null ? request.deliveryId : verifyHookSignature(deps, hook, signingSecret, request);
+  if (deliveryId !== undefined && !DELIVERY_ID_RE.test(deliveryId)) throw invalid(INVALID_DELIVERY_ID);
   let claim = { runId: randomUUID() as string, duplicate: false, started: false };
-  if (request.deliveryId !== undefined) {
-    claim = await claimHookDelivery(deps.pool, { hookId: hook.id, deliveryId: request.deliveryId, runId: claim.runId });
+  if (deliveryId !== undefined) {
+    claim = await claimHookDelivery(deps.pool, { hookId: hook.id, deliveryId, runId: claim.runId });
   }
   const { runId, duplicate } = claim;
   // A duplicate of a delivery whose run is known to exist asks Temporal nothing: that
@@ -100,7 +143,7 @@ export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequ
     automation: hook.automation,
     body: request.body,
     phoneRegion: deps.config.DEFAULT_PHONE_REGION,
-    deliveryId: request.deliveryId ?? null,
+    deliveryId: deliveryId ?? null,
     receivedAt: new Date().toISOString(),
   };
   await startWorkflowOnce(deps.temporal, HOOK_RUN_WORKFLOW_TYPE, {
@@ -114,7 +157,7 @@ export async function acceptHookRequest(deps: HookServiceDeps, request: HookRequ
       { key: TEAM_ID, value: hook.team_id },
     ],
   });
-  if (request.deliveryId !== undefined) await markHookDeliveryStarted(deps.pool, hook.id, request.deliveryId, runId);
+  if (deliveryId !== undefined) await markHookDeliveryStarted(deps.pool, hook.id, deliveryId, runId);
   return { runId, duplicate, hookId: hook.id };
 }
 
@@ -125,13 +168,19 @@ export interface CreatedHook {
   path: string;
   secret: string | null;
   automation: HookAutomation;
+  signatureScheme: HookSignatureScheme;
 }
 
 export interface NewHook {
   teamId: string;
-  /** The signing secret in clear (stored sealed), or null for an unsigned hook. */
+  /**
+   * The signing secret in clear (stored sealed), or null for an unsigned hook. With
+   * Standard Webhooks it must be a whsec_ secret, and null means one is generated.
+   */
   secret: string | null;
   automation: HookAutomation;
+  /** How requests are signed (default x-webhook-signature). */
+  signatureScheme?: HookSignatureScheme;
 }
 
 /**
@@ -140,11 +189,17 @@ export interface NewHook {
  * unsigned hook may omit.
  */
 export async function createHook(db: Queryable, hook: NewHook, secrets?: SecretBox): Promise<CreatedHook> {
-  if (hook.secret !== null && !secrets) throw new Error('createHook: a signed hook needs the SecretBox that seals its secret');
+  const signatureScheme = hook.signatureScheme ?? 'x-webhook-signature';
+  let secret = hook.secret;
+  if (signatureScheme === 'standard-webhooks') {
+    secret ??= generateWebhookSecret();
+    if (!isWebhookSecret(secret)) throw invalid(INVALID_STANDARD_WEBHOOKS_SECRET);
+  }
+  if (secret !== null && !secrets) throw new Error('createHook: a signed hook needs the SecretBox that seals its secret');
   const { token, hash } = generateHookToken();
-  const sealed = hook.secret === null ? null : secrets!.seal(hook.secret, hookSecretContext(hash));
-  const record = await insertHook(db, { teamId: hook.teamId, tokenHash: hash, secret: sealed, automation: hook.automation });
-  return { id: record.id, token, path: hookPath(token), secret: hook.secret, automation: record.automation };
+  const sealed = secret === null ? null : secrets!.seal(secret, hookSecretContext(hash));
+  const record = await insertHook(db, { teamId: hook.teamId, tokenHash: hash, secret: sealed, automation: hook.automation, signatureScheme });
+  return { id: record.id, token, path: hookPath(token), secret, automation: record.automation, signatureScheme: record.signature_scheme };
 }
 
 /** What an operator may see of a hook: never its token (not stored) nor its secret. */
@@ -152,6 +207,8 @@ export interface HookSummary {
   id: string;
   automation: HookAutomation;
   signed: boolean;
+  /** How requests are signed; null for an unsigned hook. */
+  signature: HookSignatureScheme | null;
   created_at: string;
   revoked_at: string | null;
 }
@@ -161,6 +218,7 @@ export function hookSummary(hook: HookRecord): HookSummary {
     id: hook.id,
     automation: hook.automation,
     signed: hook.secret !== null,
+    signature: hook.secret === null ? null : hook.signature_scheme,
     created_at: hook.created_at.toISOString(),
     revoked_at: hook.revoked_at ? hook.revoked_at.toISOString() : null,
   };

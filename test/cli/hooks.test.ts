@@ -6,7 +6,7 @@ import { insertList } from '../../src/db/repositories/lists.js';
 import { testPool } from '../support/app.js';
 import { operatorCli } from '../support/cli.js';
 
-const { admin, adminJson } = operatorCli();
+const { admin, adminJson, adminFails } = operatorCli();
 
 let pool: Pool;
 let boot: any;
@@ -65,5 +65,57 @@ describe('hooks commands', () => {
     const unknown = await admin(['hooks', 'revoke', '00000000-0000-4000-8000-000000000000']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /not found/);
+  });
+});
+
+describe('hooks create --signature', () => {
+  test('standard-webhooks without --secret generates a whsec_ secret; it is stored sealed, listed as standard-webhooks, and --help names the option', async () => {
+    const out = await adminJson(['hooks', 'create', '--team', boot.team_id, '--signature', 'standard-webhooks']);
+    assert.deepEqual(Object.keys(out).sort(), ['id', 'path', 'secret', 'token']);
+    assert.match(out.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    const stored = await pool.query('SELECT signature_scheme, secret FROM hooks WHERE id = $1', [out.id]);
+    assert.equal(stored.rows[0].signature_scheme, 'standard-webhooks');
+    assert.notEqual(stored.rows[0].secret, out.secret, 'the secret is not stored in clear');
+
+    const listed = await adminJson(['hooks', 'list', '--team', boot.team_id]);
+    const hook = listed.hooks.find((h: any) => h.id === out.id);
+    assert.equal(hook.signed, true);
+    assert.equal(hook.signature, 'standard-webhooks');
+    assert.ok(!JSON.stringify(listed).includes(out.secret), 'no secret in the list');
+    const readable = await admin(['hooks', 'list', '--team', boot.team_id]);
+    assert.match(readable.stdout, new RegExp(`${out.id}  none \\(runs are recorded, nothing else happens\\)  signed \\(standard-webhooks\\)  created `));
+
+    const help = await admin(['--help']);
+    assert.match(help.stdout, /hooks create --team TEAM .*\[--signature SIGNATURE\]/);
+    assert.match(help.stdout, /--signature +how requests are signed: x-webhook-signature .* or standard-webhooks/);
+  });
+
+  test('standard-webhooks with a whsec_ --secret keeps it; the default scheme and unsigned hooks are listed as before', async () => {
+    const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
+    const given = await adminJson(['hooks', 'create', '--team', boot.team_id, '--signature', 'standard-webhooks', '--secret', secret]);
+    assert.equal(given.secret, secret);
+    const legacy = await adminJson(['hooks', 'create', '--team', boot.team_id, '--secret', 'plain-text-secret']);
+    const explicit = await adminJson(['hooks', 'create', '--team', boot.team_id, '--signature', 'x-webhook-signature', '--secret', 'another-secret']);
+    const unsigned = await adminJson(['hooks', 'create', '--team', boot.team_id]);
+    const listed = await adminJson(['hooks', 'list', '--team', boot.team_id]);
+    const scheme = (id: string) => listed.hooks.find((h: any) => h.id === id).signature;
+    assert.equal(scheme(given.id), 'standard-webhooks');
+    assert.equal(scheme(legacy.id), 'x-webhook-signature');
+    assert.equal(scheme(explicit.id), 'x-webhook-signature');
+    assert.equal(scheme(unsigned.id), null);
+    assert.equal(scheme(boot.hook.id), 'x-webhook-signature');
+  });
+
+  test('an unknown scheme, a secret that is not whsec_ base64 for standard-webhooks, and x-webhook-signature without a secret are refused, writing nothing', async () => {
+    const count = async () => Number((await pool.query('SELECT count(*) FROM hooks WHERE team_id = $1', [boot.team_id])).rows[0].count);
+    const before = await count();
+    await adminFails(['hooks', 'create', '--team', boot.team_id, '--signature', 'svix'], /--signature must be one of x-webhook-signature, standard-webhooks/);
+    await adminFails(
+      ['hooks', 'create', '--team', boot.team_id, '--signature', 'standard-webhooks', '--secret', 'not-a-whsec-secret'],
+      /A Standard Webhooks secret must be whsec_ followed by the base64 of 24 to 64 bytes/,
+    );
+    await adminFails(['hooks', 'create', '--team', boot.team_id, '--signature', 'standard-webhooks', '--secret', `whsec_${Buffer.alloc(16).toString('base64')}`], /24 to 64 bytes/);
+    await adminFails(['hooks', 'create', '--team', boot.team_id, '--signature', 'x-webhook-signature'], /--signature x-webhook-signature needs --secret/);
+    assert.equal(await count(), before);
   });
 });

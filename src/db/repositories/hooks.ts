@@ -1,4 +1,5 @@
 import type { HookAutomation } from '../../domain/hookAutomation.js';
+import type { HookSignatureScheme } from '../../domain/hookSignature.js';
 import type { Queryable } from '../pool.js';
 
 export type { HookAutomation };
@@ -10,17 +11,20 @@ export interface HookRecord {
   /** The signing secret as stored: sealed by SecretBox (plaintext in rows written before that); services/hooks.ts hookSigningSecret opens it. */
   secret: string | null;
   automation: HookAutomation;
+  /** How requests are signed when there is a secret (migration 1510). */
+  signature_scheme: HookSignatureScheme;
   created_at: Date;
   revoked_at: Date | null;
 }
 
-export async function insertHook(db: Queryable, hook: { teamId: string; tokenHash: string; secret: string | null; automation: HookAutomation }): Promise<HookRecord> {
-  const { rows } = await db.query<HookRecord>('INSERT INTO hooks (team_id, token_hash, secret, automation) VALUES ($1, $2, $3, $4) RETURNING *', [
-    hook.teamId,
-    hook.tokenHash,
-    hook.secret,
-    JSON.stringify(hook.automation),
-  ]);
+export async function insertHook(
+  db: Queryable,
+  hook: { teamId: string; tokenHash: string; secret: string | null; automation: HookAutomation; signatureScheme?: HookSignatureScheme },
+): Promise<HookRecord> {
+  const { rows } = await db.query<HookRecord>(
+    'INSERT INTO hooks (team_id, token_hash, secret, automation, signature_scheme) VALUES ($1, $2, $3, $4, $5) RETURNING *',
+    [hook.teamId, hook.tokenHash, hook.secret, JSON.stringify(hook.automation), hook.signatureScheme ?? 'x-webhook-signature'],
+  );
   return rows[0];
 }
 

@@ -7,8 +7,11 @@
 //
 //   node scripts/bootstrap.mjs          system packages of `npm start`, npm dependencies, Temporal CLI
 //                                       (skipped when TEMPORAL_ADDRESS is set)
-//   node scripts/bootstrap.mjs --test   system packages of `npm test`, also the Temporal CLI regardless
-//                                       and the Java time-skipping test server (+ its CDS archive)
+//                                       and the speech venv when the configured engines need it
+//                                       (STT_PROVIDER=whisper)
+//   node scripts/bootstrap.mjs --test   system packages of `npm test`, also the Temporal CLI regardless,
+//                                       the Java time-skipping test server (+ its CDS archive) and the
+//                                       speech venv with every engine's packages
 //
 // System packages (redis-server, chromium, the speech tools, maven, ...) are those of
 // scripts/systemTools.mjs: whatever is missing is apt-installed in one go as root.
@@ -24,6 +27,7 @@ import http2 from 'node:http2';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './freePort.mjs';
+import { SPEECH_ENGINE_PACKAGES, SPEECH_VENV_PATH, speechEnginesFor } from './speechPackages.mjs';
 import { missingPackages, toolsFor } from './systemTools.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -510,6 +514,88 @@ async function ensureCdsArchive() {
   return 'unavailable';
 }
 
+// ---------------------------------------------------------------- speech venv (Python engines)
+
+const SPEECH_VENV = path.join(ROOT, SPEECH_VENV_PATH);
+const SPEECH_VENV_PYTHON = path.join(SPEECH_VENV, 'bin', 'python');
+const SPEECH_VENV_STAMP = path.join(SPEECH_VENV, '.bootstrap-stamp');
+
+/** The python3 the venv is made from (PYTHON3=/path picks one): its real path and file stamp, which the venv depends on. */
+function basePython() {
+  const found = process.env.PYTHON3 ? (isExecutable(process.env.PYTHON3) ? process.env.PYTHON3 : undefined) : which('python3');
+  if (!found) return undefined;
+  const probe = spawnSync(found, ['-c', 'import sys, venv, ensurepip; print(sys.version_info >= (3, 9), sys.executable)'], { encoding: 'utf8', timeout: 30_000 });
+  const [ok, executable] = (probe.stdout ?? '').trim().split(' ');
+  let identity;
+  try {
+    const real = realpathSync(executable || found);
+    identity = `${real} ${fileStamp(real)}`;
+  } catch {
+    identity = found;
+  }
+  return { bin: found, usable: probe.status === 0 && ok === 'True', identity };
+}
+
+function noPythonMessage(engines) {
+  return [
+    `The speech engines ${engines.join(', ')} run in a Python venv (${SPEECH_VENV_PATH}), and no python3 (>= 3.9, with its venv module) was found.`,
+    '  Debian/Ubuntu: sudo apt-get install -y --no-install-recommends python3-venv',
+    '  (run as root with apt-get available, the bootstrap installs it itself), or set PYTHON3 to a python3 >= 3.9.',
+    TEST ? '' : `  Or choose an engine that needs no Python (${engines.includes('whisper') ? 'STT_PROVIDER=pocketsphinx' : 'the defaults'}).`,
+  ].filter(Boolean).join('\n');
+}
+
+/**
+ * The venv of the Python speech engines (scripts/speechPackages.mjs): created once from
+ * python3, then `pip install` of the pinned packages of every engine this run needs (plus
+ * those installed before, so a later `npm start` never removes what the tests use). The
+ * stamp holds the base python and the installed requirement strings: a matching stamp is
+ * a single file read; a new python re-creates the venv, a changed list re-runs pip.
+ */
+function ensureSpeechVenv() {
+  const engines = speechEnginesFor(TEST ? 'test' : 'start');
+  if (engines.length === 0) return 'skipped (no configured engine needs it)';
+  const wanted = engines.flatMap((e) => SPEECH_ENGINE_PACKAGES[e].packages);
+  const stamped = () => (readText(SPEECH_VENV_STAMP) ?? '').split('\n').filter(Boolean);
+  const upToDate = () => {
+    const [, ...installed] = stamped();
+    return isExecutable(SPEECH_VENV_PYTHON) && wanted.every((p) => installed.includes(p));
+  };
+  if (upToDate()) return 'cached';
+  acquireLock();
+  if (upToDate()) return 'cached';
+  let python = basePython();
+  if (!python?.usable) {
+    if (!canApt()) throw new BootstrapError(noPythonMessage(engines));
+    aptInstall(['python3-venv']);
+    python = basePython();
+    if (!python?.usable) throw new BootstrapError(`apt-get installed python3-venv but ${python?.bin ?? 'python3'} still cannot make a venv\n${noPythonMessage(engines)}`);
+  }
+  mkdirSync(LOGS, { recursive: true });
+  const logFile = path.join(LOGS, 'speech-venv.log');
+  const [madeFrom, ...before] = stamped();
+  const fresh = !isExecutable(SPEECH_VENV_PYTHON) || madeFrom !== `python ${python.identity}`;
+  // Packages a previous run installed stay (a different pin of the same package gives way to the wanted one).
+  const nameOf = (requirement) => requirement.split('==')[0].toLowerCase();
+  const keep = fresh ? [] : before.filter((p) => !wanted.some((w) => nameOf(w) === nameOf(p)) && Object.values(SPEECH_ENGINE_PACKAGES).some((e) => e.packages.includes(p)));
+  const all = [...wanted, ...keep];
+  if (fresh) {
+    rmSync(SPEECH_VENV, { recursive: true, force: true });
+    log(`python3 -m venv ${SPEECH_VENV_PATH} (one-time)…`);
+    run(python.bin, ['-m', 'venv', SPEECH_VENV], { logFile, what: 'python3 -m venv' });
+  }
+  log(`pip install into ${SPEECH_VENV_PATH}: ${engines.join(', ')} (${all.length} pinned packages; the first time takes a minute or two)…`);
+  run(SPEECH_VENV_PYTHON, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...all], {
+    logFile: path.join(LOGS, 'speech-venv-pip.log'), what: `pip install (the speech venv, ${SPEECH_VENV_PATH})`,
+  });
+  const imports = Object.values(SPEECH_ENGINE_PACKAGES).filter((e) => e.packages.some((p) => all.includes(p))).flatMap((e) => e.imports);
+  run(SPEECH_VENV_PYTHON, ['-c', imports.map((m) => `import ${m}`).join('; ')], {
+    logFile: path.join(LOGS, 'speech-venv-check.log'), what: `the speech venv's check (import ${imports.join(', ')})`,
+  });
+  writeFileSync(SPEECH_VENV_STAMP, [`python ${python.identity}`, ...all].join('\n') + '\n');
+  return `installed ${engines.join(', ')}`;
+}
+
 // ---------------------------------------------------------------- system packages
 
 function toolPresent(tool) {
@@ -558,6 +644,7 @@ async function main() {
     results.testServer = ensureTestServerJars();
     results.cds = await ensureCdsArchive();
   }
+  results.speechVenv = ensureSpeechVenv();
   releaseLock();
   const worked = Object.entries(results).filter(([, r]) => !String(r).startsWith('cached') && r !== 'external' && !String(r).startsWith('skipped'));
   const ms = Date.now() - started;

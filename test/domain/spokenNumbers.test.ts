@@ -1,0 +1,54 @@
+// Answers as Whisper writes them: punctuated, numbers in digits ("3 o'clock", "555-1234",
+// "1,200", "April 3rd, 1985."), next to the word forms pocketsphinx writes.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { extractAnswer } from '../../src/domain/authCheck/index.js';
+import { spokenDigits, spokenToNumerals } from '../../src/domain/spokenNumbers.js';
+
+describe('spokenToNumerals with punctuation and digits', () => {
+  const rows: Array<[string, string]> = [
+    ['April third, 1985.', 'april 3rd, 1985.'],
+    ['nineteen eighty-five', '1985'],
+    ['twenty-one', '21'],
+    ['the twenty-first of june', 'the 21st of june'],
+    ['2 thousand', '2000'],
+    ['5 hundred and twelve', '512'],
+    ['nineteen, eighty five', '19, 85'],
+    ['April 3rd, 1985.', 'april 3rd, 1985.'],
+    ['well-known', 'well-known'],
+  ];
+  for (const [text, expected] of rows) it(`"${text}" → "${expected}"`, () => assert.equal(spokenToNumerals(text), expected));
+
+  it('digits written with separators are one digit string', () => {
+    assert.equal(spokenDigits('555-1234.'), '5551234');
+    assert.equal(spokenDigits('(555) 123-4567'), '5551234567');
+    assert.equal(spokenDigits('1, 9, 8, 5.'), '1985');
+  });
+});
+
+describe('extractAnswer reads answers written with digits', () => {
+  const rows: Array<[string, Parameters<typeof extractAnswer>[1], string]> = [
+    ['April 3rd, 1985.', 'date', 'April 3rd, 1985'],
+    ['April 3, 1985.', 'date', 'April 3, 1985'],
+    ['The 3rd of April, 1985.', 'date', 'The 3rd of April, 1985'],
+    ['April third, 1985.', 'date', 'april 3rd, 1985'],
+    ['4/3/1985.', 'date', '4/3/1985'],
+    ['My date of birth is the 21st of June, 1990.', 'date', 'the 21st of June, 1990'],
+    ['1,200.', 'number', '1200'],
+    ['1,234,567', 'number', '1234567'],
+    ['$12.50', 'number', '12.50'],
+    ['3,5', 'number', '3,5'],
+    ['About 3 o\'clock.', 'number', '3'],
+    ['2 thousand', 'number', '2000'],
+    ['Forty-two.', 'number', '42'],
+    ['555-1234.', 'digits', '5551234'],
+    ['My PIN is 4321.', 'digits', '4321'],
+    ['Yes.', 'yes_no', 'yes'],
+    ['Yup.', 'yes_no', 'yes'],
+    ['That is correct.', 'yes_no', 'yes'],
+    ["That's correct.", 'yes_no', 'yes'],
+    ['No, it isn\'t.', 'yes_no', 'no'],
+    ['My name is John Smith.', 'name', 'John Smith'],
+  ];
+  for (const [text, kind, expected] of rows) it(`"${text}" as ${kind} → "${expected}"`, () => assert.equal(extractAnswer(text, kind), expected));
+});

@@ -6,6 +6,7 @@ import { ensureLocalSecrets } from './config/localSecrets.js';
 import { createLogger } from './logging/logger.js';
 import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { loadMediaEdgeConfig, type MediaEdgeConfig } from './mediaEdge/server.js';
+import { createEndpointing } from './mediaEdge/audio/endpointingConfig.js';
 import { createSpeechEngines, SpeechConfigError } from './mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   // Checked before anything starts: a missing speech engine stops start-up naming the variable.
   const speech = createSpeechEngines(process.env);
+  const endpointing = createEndpointing(process.env);
   installTemporalRuntime();
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
@@ -37,7 +39,7 @@ async function main(): Promise<void> {
   // given); a MEDIA_EDGE_WS_URL naming another host means the edge runs elsewhere (npm run media-edge).
   const edgeConfig = loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` });
   const edge = servesEdgeHere(edgeConfig)
-    ? await startVoiceEdge({ config: edgeConfig, logger, speech, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
+    ? await startVoiceEdge({ config: edgeConfig, logger, speech, endpointing, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
     : undefined;
 
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${api.port}`;
@@ -65,6 +67,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     await edge?.close().catch((err: unknown) => logger.error({ err }, 'media edge stopped with an error'));
     await speech.close();
+    await endpointing.close();
     await api.close();
     await worker.shutdown().catch((err) => logger.error({ err }, 'worker stopped with an error'));
     redis?.disconnect();

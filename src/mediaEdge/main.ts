@@ -7,6 +7,7 @@ import { createRecordingStore } from '../recordings/index.js';
 import { temporalAddress } from '../temporal/client.js';
 import { installTemporalRuntime } from '../temporal/worker.js';
 import { loadMediaEdgeConfig } from './server.js';
+import { createEndpointing } from './audio/endpointingConfig.js';
 import { createSpeechEngines, SpeechConfigError } from './speech/speechEngines.js';
 import { startVoiceEdge } from './voiceEdge.js';
 
@@ -16,10 +17,12 @@ async function main(): Promise<void> {
   const logger = createLogger(edgeConfig.LOG_LEVEL);
   installTemporalRuntime();
   const speech = createSpeechEngines(process.env);
+  const endpointing = createEndpointing(process.env);
   const edge = await startVoiceEdge({
     config: edgeConfig,
     logger,
     speech,
+    endpointing,
     recordings: createRecordingStore(config),
     temporalAddress: temporalAddress(config),
     temporalNamespace: config.TEMPORAL_NAMESPACE,
@@ -32,6 +35,7 @@ async function main(): Promise<void> {
     stopping = true;
     await edge.close();
     await speech.close();
+    await endpointing.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

@@ -15,6 +15,7 @@ import type { Logger } from '../logging/logger.js';
 import { recordingKey } from '../recordings/keys.js';
 import type { RecordingStore } from '../recordings/store.js';
 import { createMediaEdgeActivities } from './activities.js';
+import { createEndpointing, type Endpointing } from './audio/endpointingConfig.js';
 import { CallEventReporter } from './callEvents.js';
 import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation } from './liveCalls.js';
@@ -28,6 +29,8 @@ export interface VoiceEdgeOptions {
   config: MediaEdgeConfig;
   logger: Logger;
   speech: SpeechEngines;
+  /** How each call's turns are delimited (default: the energy endpointer with its default hangovers). */
+  endpointing?: Endpointing;
   recordings: RecordingStore;
   /** Temporal frontend host:port and namespace. */
   temporalAddress: string;
@@ -77,11 +80,13 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     firstDelayMs: config.MEDIA_EDGE_RECORDING_RETRY_FIRST_MS,
     maxDelayMs: config.MEDIA_EDGE_RECORDING_RETRY_MAX_MS,
   };
+  const endpointing = options.endpointing ?? createEndpointing({});
   await speech.warmUp();
+  await endpointing.warmUp();
 
   const onCall = (call: EstablishedCall) => {
     const log = logger.child({ callId: call.callId, codec: call.codec });
-    const engine = new ConversationEngine({ channel: call.channel, synthesizer: speech.synthesizer, recognizer: speech.recognizer });
+    const engine = new ConversationEngine({ channel: call.channel, synthesizer: speech.synthesizer, recognizer: speech.recognizer, endpointer: endpointing.create() });
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
     calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine), hangUp: () => call.hangUp() });

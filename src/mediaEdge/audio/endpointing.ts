@@ -12,6 +12,13 @@
  * Durations are counted in audio (frame lengths), not wall time, so the result does not
  * depend on how evenly frames arrive; the times it reports are the callers' timestamps.
  * The no-speech timeout is the caller's business: this only reports what it hears.
+ *
+ * The hangover adapts to what was heard: when the listener says the answer so far is
+ * already complete (`answerComplete`, e.g. the recogniser's partial text is "yes" to a
+ * yes/no question), COMPLETE_ANSWER_SILENCE_MS of quiet ends it instead.
+ *
+ * SpeechEndpointer is what the conversation engine needs of an endpointer; this energy one
+ * decides at once, the voice-activity one (voiceEndpointing.ts) asynchronously.
  */
 import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
 import { dbfs, SILENCE_DBFS } from './level.js';
@@ -24,6 +31,12 @@ export const SPEECH_START_MS = 100;
  * still bridges the pauses between words and between digits said one by one.
  */
 export const END_OF_UTTERANCE_SILENCE_MS = 500;
+/**
+ * Quiet this long ends an utterance that is already a complete answer ("yes" to a yes/no
+ * question, as many digits as the question asks for): long enough to bridge the gap
+ * inside a word ("six" has a stop before its last sound), short for a quick turn.
+ */
+export const COMPLETE_ANSWER_SILENCE_MS = 240;
 /** An utterance is cut here even if the caller keeps talking (or the noise never stops). */
 export const MAX_UTTERANCE_MS = 15_000;
 /** Nothing quieter than this is speech, however quiet the line. */
@@ -38,6 +51,7 @@ export const NOISE_WINDOW_MS = 2_000;
 export interface EndpointerSettings {
   speechStartMs: number;
   endSilenceMs: number;
+  completeAnswerSilenceMs: number;
   maxUtteranceMs: number;
   minSpeechDbfs: number;
   marginDb: number;
@@ -48,6 +62,7 @@ export interface EndpointerSettings {
 export const DEFAULT_ENDPOINTER_SETTINGS: EndpointerSettings = {
   speechStartMs: SPEECH_START_MS,
   endSilenceMs: END_OF_UTTERANCE_SILENCE_MS,
+  completeAnswerSilenceMs: COMPLETE_ANSWER_SILENCE_MS,
   maxUtteranceMs: MAX_UTTERANCE_MS,
   minSpeechDbfs: MIN_SPEECH_DBFS,
   marginDb: SPEECH_MARGIN_DB,
@@ -61,8 +76,19 @@ export type EndpointEvent =
   /** `at`: when the last speech frame ended (the real end of speech); `detectedAt`: the frame that decided it. */
   | { type: 'speech_end'; at: number; detectedAt: number; reason: 'silence' | 'max_length' };
 
-export class Endpointer {
+/** What the conversation engine needs of an endpointer. */
+export interface SpeechEndpointer {
+  /** Audio heard before speech is declared (the engine keeps at least this much before the start). */
+  readonly speechStartMs: number;
+  /** Takes the next 20 ms frame, `at` being when it arrived; frames are pushed in order, one push settled before the next. */
+  push(frame: PcmFrame, at: number): EndpointEvent | undefined | Promise<EndpointEvent | undefined>;
+  /** Set while speaking when what was heard is already a complete answer: the short hangover applies. Cleared when speech starts or ends. */
+  answerComplete: boolean;
+}
+
+export class Endpointer implements SpeechEndpointer {
   readonly settings: EndpointerSettings;
+  answerComplete = false;
   /** Audio heard so far, ms: the clock of the noise window. */
   private heardMs = 0;
   /** Frame levels that may still become the window's minimum: ascending levels, oldest first. */
@@ -83,6 +109,10 @@ export class Endpointer {
 
   get inSpeech(): boolean {
     return this.speaking;
+  }
+
+  get speechStartMs(): number {
+    return this.settings.speechStartMs;
   }
 
   /** The quietest level of the recent audio (SILENCE_DBFS before any). */
@@ -118,6 +148,7 @@ export class Endpointer {
           this.quietMs = 0;
           this.lastSpeechAt = at;
           this.loudMs = 0;
+          this.answerComplete = false;
           return { type: 'speech_start', at: this.loudSince };
         }
         return undefined;
@@ -133,7 +164,8 @@ export class Endpointer {
     } else {
       this.quietMs += durationMs;
     }
-    if (this.quietMs >= this.settings.endSilenceMs) return this.end(at, 'silence', this.lastSpeechAt);
+    const hangoverMs = this.answerComplete ? this.settings.completeAnswerSilenceMs : this.settings.endSilenceMs;
+    if (this.quietMs >= hangoverMs) return this.end(at, 'silence', this.lastSpeechAt);
     if (this.utteranceMs >= this.settings.maxUtteranceMs) return this.end(at, 'max_length', at);
     return undefined;
   }
@@ -143,6 +175,7 @@ export class Endpointer {
     this.loudMs = 0;
     this.quietMs = 0;
     this.utteranceMs = 0;
+    this.answerComplete = false;
     return { type: 'speech_end', at: speechEndedAt, detectedAt: at, reason };
   }
 

@@ -7,11 +7,17 @@
  * end, to a recognition session; `ask` does both, the recogniser already starting while
  * the prompt plays.
  *
+ * The endpointer is the energy one or the voice-activity one (ENDPOINTER); the latter
+ * decides asynchronously, so inbound frames then queue and are taken strictly in order.
+ * While an answer is heard, the recogniser's partial text tells the endpointer when the
+ * answer is already complete (answerCompleteness.ts), which shortens the hangover.
+ *
  * No Temporal here: activities wrap these calls. One speak and one listen at a time.
  */
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
-import { Endpointer, type EndpointerSettings, type EndpointEvent } from '../audio/endpointing.js';
+import { Endpointer, type EndpointerSettings, type EndpointEvent, type SpeechEndpointer } from '../audio/endpointing.js';
 import type { AnswerHint, SpeechRecognizer, SpeechSynthesizer } from '../speech/interfaces.js';
+import { impliedDigitCount, isCompleteAnswer } from './answerCompleteness.js';
 import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
 
 export type { ListenResult } from './pendingAnswer.js';
@@ -42,6 +48,8 @@ export interface ConversationEngineOptions {
   synthesizer: SpeechSynthesizer;
   recognizer: SpeechRecognizer;
   endpointing?: Partial<EndpointerSettings>;
+  /** This call's endpointer (the voice-activity one); when absent, an energy endpointer with `endpointing`. */
+  endpointer?: SpeechEndpointer;
   /** The clock of every time reported, in ms (default: epoch ms with sub-ms precision, monotonic). */
   now?: () => number;
 }
@@ -59,11 +67,15 @@ export class ConversationEngine {
   private readonly synthesizer: SpeechSynthesizer;
   private readonly recognizer: SpeechRecognizer;
   private readonly now: () => number;
-  readonly endpointer: Endpointer;
+  readonly endpointer: SpeechEndpointer;
   private readonly prerollFrames: number;
   private readonly recent: PcmFrame[] = [];
   /** The caller's current utterance so far, pre-roll included (empty outside speech). */
   private utterance: PcmFrame[] = [];
+  /** In speech as far as the frames taken so far tell (an asynchronous endpointer may be deciding later ones). */
+  private speaking = false;
+  /** Inbound frames waiting for an asynchronous endpointer, with their arrival times; undefined while none is deciding. */
+  private backlog: { frame: PcmFrame; at: number }[] | undefined;
   private readonly speechListeners = new Set<(event: EndpointEvent) => void>();
   private readonly answers = new Set<PendingAnswer>();
   private readonly unsubscribeInbound: () => void;
@@ -78,8 +90,8 @@ export class ConversationEngine {
     this.synthesizer = options.synthesizer;
     this.recognizer = options.recognizer;
     this.now = options.now ?? (() => performance.timeOrigin + performance.now());
-    this.endpointer = new Endpointer(options.endpointing);
-    this.prerollFrames = Math.ceil((this.endpointer.settings.speechStartMs + PREROLL_MS) / FRAME_MS);
+    this.endpointer = options.endpointer ?? new Endpointer(options.endpointing);
+    this.prerollFrames = Math.ceil((this.endpointer.speechStartMs + PREROLL_MS) / FRAME_MS);
     this.unsubscribeInbound = this.channel.onInbound((frame) => this.hear(frame));
     void this.channel.closed.then((reason) => this.closeWith(reason));
   }
@@ -144,7 +156,7 @@ export class ConversationEngine {
    * starts within `timeoutMs`; speech that started in time is heard to its end.
    */
   async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
-    const answer = this.expectAnswer(options.hint, options.signal);
+    const answer = this.expectAnswer(options.hint, options.signal, undefined);
     answer.startNoSpeechTimer(options.timeoutMs);
     return answer.result;
   }
@@ -154,7 +166,7 @@ export class ConversationEngine {
    * the answer: `noSpeechTimeoutMs` counts from the end of the prompt.
    */
   async ask(prompt: string, hint: AnswerHint, options: { noSpeechTimeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
-    const answer = this.expectAnswer(hint, options.signal);
+    const answer = this.expectAnswer(hint, options.signal, impliedDigitCount(prompt));
     try {
       await this.speak(prompt, { bargeIn: true, signal: options.signal });
     } catch (err) {
@@ -171,7 +183,8 @@ export class ConversationEngine {
     for (const answer of this.answers) answer.cancel(new Error('conversation engine closed'));
   }
 
-  private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined): PendingAnswer {
+  /** `digits`: how many digits the question asks for, when it says. */
+  private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined, digits: number | undefined): PendingAnswer {
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
     const answer: PendingAnswer = new PendingAnswer({
@@ -179,7 +192,10 @@ export class ConversationEngine {
       hint,
       now: this.now,
       signal,
-      speechSoFar: this.endpointer.inSpeech ? this.utterance : undefined,
+      speechSoFar: this.speaking ? this.utterance : undefined,
+      onPartial: (text) => {
+        if (this.speaking && hint && isCompleteAnswer(hint.expect, text, digits)) this.endpointer.answerComplete = true;
+      },
       onUtterance: (heard) => (this.lastUtterance = heard),
       onDone: () => this.answers.delete(answer),
     });
@@ -189,12 +205,48 @@ export class ConversationEngine {
 
   /** One inbound frame: endpointing, the utterance buffer, and the listeners. */
   private hear(frame: PcmFrame): void {
+    const at = this.now();
+    if (this.backlog) {
+      this.backlog.push({ frame, at });
+      return;
+    }
+    const decided = this.endpointer.push(frame, at);
+    if (!(decided instanceof Promise)) {
+      this.take(frame, decided);
+      return;
+    }
+    this.backlog = [];
+    void this.drain(frame, decided);
+  }
+
+  /** Takes frames in order while an asynchronous endpointer decides them. */
+  private async drain(frame: PcmFrame, decided: Promise<EndpointEvent | undefined>): Promise<void> {
+    for (;;) {
+      let event: EndpointEvent | undefined;
+      try {
+        event = await decided;
+      } catch {
+        event = undefined; // a model that failed on one window: the frame counts as heard, undecided
+      }
+      this.take(frame, event);
+      const next = this.backlog?.shift();
+      if (!next) break;
+      frame = next.frame;
+      decided = Promise.resolve(this.endpointer.push(next.frame, next.at));
+    }
+    this.backlog = undefined;
+  }
+
+  /** A frame whose endpointing is decided: the pre-roll, the utterance buffer, and the listeners. */
+  private take(frame: PcmFrame, event: EndpointEvent | undefined): void {
     this.recent.push(frame);
     if (this.recent.length > this.prerollFrames) this.recent.shift();
-    const event = this.endpointer.push(frame, this.now());
     if (event?.type === 'speech_start') {
+      this.speaking = true;
       this.utterance = [...this.recent];
-    } else if (this.endpointer.inSpeech) {
+    } else if (event?.type === 'speech_end') {
+      this.speaking = false;
+    } else if (this.speaking) {
       this.utterance.push(frame);
       for (const answer of this.answers) answer.write(frame);
     }

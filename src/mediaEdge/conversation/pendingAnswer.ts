@@ -33,6 +33,8 @@ export interface PendingAnswerOptions {
   /** The utterance so far, when the caller is already speaking. */
   speechSoFar: readonly PcmFrame[] | undefined;
   onUtterance: (heard: { speechEndedAt: number; recognisedAt: number }) => void;
+  /** The recogniser's text so far, while the caller speaks (recognisers that can tell before the end). */
+  onPartial?: (text: string) => void;
   onDone: () => void;
 }
 
@@ -85,7 +87,10 @@ export class PendingAnswer {
   }
 
   private openSession(): RecognitionSession {
-    return this.options.recognizer.start({ hint: this.options.hint });
+    const session = this.options.recognizer.start({ hint: this.options.hint });
+    const { onPartial } = this.options;
+    if (onPartial) session.onPartial((text) => this.state === 'hearing' && this.session === session && onPartial(text));
+    return session;
   }
 
   private startHearing(utterance: readonly PcmFrame[]): void {

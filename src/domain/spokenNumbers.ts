@@ -85,6 +85,14 @@ export function spokenToNumerals(text: string): string {
     if (words[j] === 'thousand' || words[j] === 'hundred') {
       let value = first.value * (words[j] === 'thousand' ? 1000 : 100);
       j++;
+      // "one thousand two hundred (and) five": the hundreds belong to the same number.
+      if (words[j - 1] === 'thousand' && words[j + 1] === 'hundred') {
+        const hundreds = /^[1-9]$/.test(words[j] ?? '') ? Number(words[j]) : UNITS[words[j]];
+        if (hundreds !== undefined && hundreds > 0 && hundreds < 10) {
+          value += hundreds * 100;
+          j += 2;
+        }
+      }
       if (words[j] === 'and') j++;
       const rest = j < words.length ? readBelowHundred(words, j) : undefined;
       if (rest && !rest.ordinal) {

@@ -52,3 +52,15 @@ describe('extractAnswer reads answers written with digits', () => {
   ];
   for (const [text, kind, expected] of rows) it(`"${text}" as ${kind} → "${expected}"`, () => assert.equal(extractAnswer(text, kind), expected));
 });
+
+describe('spokenToNumerals: thousands with hundreds after them', () => {
+  const rows: Array<[string, string]> = [
+    ['one thousand two hundred', '1200'],
+    ['four thousand five hundred and twelve', '4512'],
+    ['two thousand three hundred five', '2305'],
+    ['seven thousand and nine', '7009'],
+    ['3 thousand 4 hundred', '3400'],
+  ];
+  for (const [text, expected] of rows) it(`"${text}" → "${expected}"`, () => assert.equal(spokenToNumerals(text), expected));
+  it('a number answer of thousands and hundreds is read whole', () => assert.equal(extractAnswer('About one thousand two hundred.', 'number'), '1200'));
+});

@@ -18,7 +18,8 @@
  * call ahead of it. A call may have at most `maxQueuedPerCall` sentences waiting or being
  * rendered (FESTIVAL_MAX_QUEUED_PER_CALL); a line past that fails with
  * SynthesisQueueFullError. The conversation engine speaks one line at a time per call and
- * renders one sentence ahead, so an honest call has one or two.
+ * renders one sentence ahead, so an honest call has one or two. (The queue, the cap and
+ * what is kept are shared with Piper: sentenceRendering.ts.)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,22 +27,21 @@ import { readFile, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
-import { sliceFrames } from '../audio/frames.js';
 import { resample } from '../audio/resample.js';
 import { readWav, toMono } from '../audio/wav.js';
 import { hasExited, stopProcess } from './engineProcess.js';
 import type { SpeechSynthesizer, SynthesisOptions } from './interfaces.js';
-import { RoundRobinQueue } from './roundRobinQueue.js';
-import { hasWords, speakableChunks, trimEdgeSilence } from './speakableText.js';
+import { CallTurns, RenderedSentences, speakSentences, SynthesisQueueFullError, type SentencePauses, type SentenceStats } from './sentenceRendering.js';
+import { speakableChunks } from './speakableText.js';
+
+export { RENDER_CACHE_SECONDS, SynthesisQueueFullError } from './sentenceRendering.js';
 
 export const FESTIVAL_DEFAULT_VOICE = 'kal_diphone';
-/** Silence kept before the first sound of a line (a cut right at it clicks) and after the last. */
-const LEAD_IN_MS = 30;
-const TAIL_MS = 150;
-/** Festival's own pause between sentences is kept, but not its longer silence at the end. */
-const BETWEEN_SENTENCES_MS = 250;
-/** Audio kept of rendered sentences: ten minutes is about 19 MB. */
-export const RENDER_CACHE_SECONDS = 600;
+/**
+ * Silence kept before the first sound of a line (a cut right at it clicks) and after the
+ * last; Festival's own pause between sentences is kept, but not its longer silence at the end.
+ */
+const PAUSES: SentencePauses = { leadInMs: 30, betweenMs: 250, tailMs: 150 };
 /** Sentences one call may have waiting for or in Festival (FESTIVAL_MAX_QUEUED_PER_CALL). */
 export const FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL = 8;
 
@@ -52,22 +52,6 @@ export interface FestivalOptions {
   voice?: string;
   /** Sentences one call may have waiting for or in Festival; a line past it fails (default 8). */
   maxQueuedPerCall?: number;
-}
-
-/** The call already has as many sentences waiting for Festival as it may. */
-export class SynthesisQueueFullError extends Error {
-  constructor(readonly maxQueuedPerCall: number) {
-    super(`this call already has ${maxQueuedPerCall} sentences waiting for festival (FESTIVAL_MAX_QUEUED_PER_CALL)`);
-    this.name = 'SynthesisQueueFullError';
-  }
-}
-
-/** A sentence waiting for its turn at the Festival process: the command that renders it to a file. */
-interface RenderJob {
-  command: string;
-  /** Festival has written the file (reading it is left to the caller, outside the process's turn). */
-  resolve: () => void;
-  reject: (err: Error) => void;
 }
 
 /** A Scheme string literal. */
@@ -156,54 +140,31 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
   private process: Promise<FestivalProcess> | undefined;
   private renderings = 0;
   private closed = false;
-  private readonly maxQueuedPerCall: number;
-  /** Sentences waiting for the process, by call; one at a time is sent to it. */
-  private readonly waiting = new RoundRobinQueue<unknown, RenderJob>();
-  private sending = false;
-  /** Sentences each call has waiting or in Festival (absent: none). */
-  private readonly outstanding = new Map<unknown, number>();
-  /** Sentence → its samples (or the rendering under way: length 0 until done), oldest use first. */
-  private readonly rendered = new Map<string, { audio: Promise<Int16Array>; length: number }>();
-  private renderedSamples = 0;
   /** Sentences rendered by Festival, those served from what was kept, and lines refused because their call's queue was full. */
-  readonly stats = { rendered: 0, fromCache: 0, refused: 0 };
+  readonly stats: SentenceStats = { rendered: 0, fromCache: 0, refused: 0 };
+  /** Sentences waiting for the process, by call; one at a time is sent to it. */
+  private readonly turns: CallTurns;
+  private readonly rendered = new RenderedSentences(this.stats);
 
   constructor(options: FestivalOptions = {}) {
     this.binary = options.binary ?? 'festival';
     this.voice = options.voice ?? FESTIVAL_DEFAULT_VOICE;
     if (!/^[a-z0-9_]+$/i.test(this.voice)) throw new Error(`festival voice must be a plain name such as kal_diphone, got ${this.voice}`);
-    this.maxQueuedPerCall = options.maxQueuedPerCall ?? FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL;
-    if (!Number.isInteger(this.maxQueuedPerCall) || this.maxQueuedPerCall < 1) throw new Error(`maxQueuedPerCall must be a positive whole number, got ${this.maxQueuedPerCall}`);
+    const maxQueuedPerCall = options.maxQueuedPerCall ?? FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL;
+    this.turns = new CallTurns(maxQueuedPerCall, () => {
+      this.stats.refused++;
+      return new SynthesisQueueFullError(maxQueuedPerCall);
+    });
   }
 
   async warmUp(): Promise<void> {
     await this.ready();
   }
 
-  async *synthesize(text: string, options: SynthesisOptions = {}): AsyncIterable<PcmFrame> {
-    const { signal } = options;
+  synthesize(text: string, options: SynthesisOptions = {}): AsyncIterable<PcmFrame> {
     // Without a call, the line queues as a call of its own.
     const call = options.call ?? {};
-    const chunks = speakableChunks(text);
-    // Render the next sentence while this one is being played out.
-    const render = (i: number) => {
-      const rendering = this.render(chunks[i], call);
-      rendering.catch(() => undefined); // awaited below, unless the caller stops first
-      return rendering;
-    };
-    let next = chunks.length > 0 ? render(0) : undefined;
-    for (let i = 0; i < chunks.length; i++) {
-      if (signal?.aborted) return;
-      const samples = await next!;
-      next = i + 1 < chunks.length ? render(i + 1) : undefined;
-      if (signal?.aborted) return;
-      const last = i === chunks.length - 1;
-      const trimmed = trimEdgeSilence(samples, i === 0 ? LEAD_IN_MS : BETWEEN_SENTENCES_MS, last ? TAIL_MS : BETWEEN_SENTENCES_MS);
-      for (const frame of sliceFrames(trimmed)) {
-        if (signal?.aborted) return;
-        yield frame;
-      }
-    }
+    return speakSentences(speakableChunks(text), (sentence) => this.rendered.get(sentence, () => this.renderWithFestival(sentence, call)), PAUSES, options.signal);
   }
 
   async close(): Promise<void> {
@@ -217,75 +178,26 @@ export class FestivalSynthesizer implements SpeechSynthesizer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  /** The 16 kHz mono samples of one sentence: kept ones at once, others from Festival (and then kept). */
-  private render(sentence: string, call: unknown): Promise<Int16Array> {
-    if (!hasWords(sentence)) return Promise.resolve(new Int16Array(0));
-    const kept = this.rendered.get(sentence);
-    if (kept) {
-      this.stats.fromCache++;
-      this.rendered.delete(sentence);
-      this.rendered.set(sentence, kept);
-      return kept.audio;
-    }
-    const entry = { audio: this.renderWithFestival(sentence, call), length: 0 };
-    this.rendered.set(sentence, entry);
-    void entry.audio.then(
-      (samples) => {
-        if (this.rendered.get(sentence) !== entry) return;
-        entry.length = samples.length;
-        this.renderedSamples += samples.length;
-        for (const [oldest, old] of this.rendered) {
-          if (this.renderedSamples <= RENDER_CACHE_SECONDS * SAMPLE_RATE || oldest === sentence) break;
-          this.rendered.delete(oldest);
-          this.renderedSamples -= old.length;
-        }
-      },
-      () => {
-        if (this.rendered.get(sentence) === entry) this.rendered.delete(sentence);
-      },
-    );
-    return entry.audio;
-  }
-
-  /** Queues the sentence behind its call's others; Festival renders it when the call's turn comes. */
+  /** Queues the sentence behind its call's others; Festival renders it when the call's turn comes (the file is read outside the turn). */
   private async renderWithFestival(sentence: string, call: unknown): Promise<Int16Array> {
-    const queued = this.outstanding.get(call) ?? 0;
-    if (queued >= this.maxQueuedPerCall) {
-      this.stats.refused++;
-      throw new SynthesisQueueFullError(this.maxQueuedPerCall);
-    }
-    this.outstanding.set(call, queued + 1);
-    this.stats.rendered++;
     const file = path.join(this.dir, `line-${++this.renderings}.wav`);
+    const command = `(utt.save.wave (utt.synth (Utterance Text ${schemeString(sentence)})) ${schemeString(file)} 'riff)`;
     try {
-      await new Promise<void>((resolve, reject) => {
-        this.waiting.push(call, { command: `(utt.save.wave (utt.synth (Utterance Text ${schemeString(sentence)})) ${schemeString(file)} 'riff)`, resolve, reject });
-        this.sendNext();
-      });
-      const audio = readWav(await readFile(file));
-      const mono = toMono(audio);
-      return audio.sampleRate === SAMPLE_RATE ? mono : resample(mono, audio.sampleRate, SAMPLE_RATE);
+      return await this.turns.run(
+        call,
+        async () => {
+          this.stats.rendered++;
+          await (await this.ready()).run(command);
+        },
+        async () => {
+          const audio = readWav(await readFile(file));
+          const mono = toMono(audio);
+          return audio.sampleRate === SAMPLE_RATE ? mono : resample(mono, audio.sampleRate, SAMPLE_RATE);
+        },
+      );
     } finally {
-      const left = this.outstanding.get(call)! - 1;
-      if (left > 0) this.outstanding.set(call, left);
-      else this.outstanding.delete(call);
       await unlink(file).catch(() => undefined);
     }
-  }
-
-  /** Gives the process the next sentence in turn, once it is free: one command at a time, so the order is decided here. */
-  private sendNext(): void {
-    if (this.sending) return;
-    const job = this.waiting.take();
-    if (!job) return;
-    this.sending = true;
-    void this.ready()
-      .then((festival) => festival.run(job.command))
-      .then(() => job.resolve(), job.reject)
-      .finally(() => {
-        this.sending = false;
-        this.sendNext();
-      });
   }
 
   /** The running process, started (or restarted after a crash) with the voice loaded. */

@@ -404,7 +404,10 @@ describe('across a worker restart', () => {
       await eventually(status, (s) => s !== 'in-progress', 'the call ended', 90_000);
       await restartWorkers.stop();
       restartWorkers = await startWorkers(queueConfig);
-      await r.waitFor(() => forCall(r, call.callId).some((x) => x.json.type === 'call.analyzed'), 90_000, 'call.analyzed');
+      // Both, in either order: an attempt cut by the restart is sent again on the retry schedule,
+      // so call.ended may arrive after call.analyzed.
+      const arrived = (type: string) => forCall(r, call.callId).some((x) => x.json.type === type);
+      await r.waitFor(() => arrived('call.analyzed') && arrived('call.ended'), 90_000, 'call.ended and call.analyzed');
       // Late duplicates would arrive within moments of the first.
       await new Promise((res) => setTimeout(res, 1_500));
       assert.deepEqual(forCall(r, call.callId).map((x) => x.json.type).sort(), ['call.analyzed', 'call.ended']);

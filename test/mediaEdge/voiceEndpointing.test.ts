@@ -16,6 +16,7 @@ import { EspeakSynthesizer } from '../../src/mediaEdge/speech/espeak.js';
 import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
 import type { RecognitionSession, SpeechRecognizer, SpeechSynthesizer, Transcript } from '../../src/mediaEdge/speech/interfaces.js';
 import { SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { gainFromDb } from '../../src/mediaEdge/audio/level.js';
 import { LoopbackChannel, whiteNoise } from '../support/loopbackChannel.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 
@@ -206,6 +207,41 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.ok(silero.framesAfterSpeech <= 18, `${silero.framesAfterSpeech} frames sent after the caller started`);
     const energy = await bargeIn(new Endpointer());
     assert.equal(energy.cutByNoise, true, 'the energy endpointer takes the noise for the caller');
+  });
+
+  it("barge-in: the agent's own echo (30 dB down, 120 ms late) does not cut it off; the caller talking over the echo does", async () => {
+    const stop = await spoken('stop please');
+    /** The line returns the agent's audio; `talkAfter`: the caller starts talking over it after that many agent frames. */
+    const withEcho = async (echoMarginDb: number | null | undefined, talkAfter?: number) => {
+      const channel = new LoopbackChannel();
+      const engine = new ConversationEngine({ channel, synthesizer: festival, recognizer: new PartialTextRecognizer('', 1), endpointer: voice(), echoMarginDb });
+      const echoGain = gainFromDb(-30);
+      let agentFrames = 0;
+      for (let i = 0; i < 5; i++) void channel.callerSays(new Int16Array(FRAME_SAMPLES));
+      const unsubscribe = channel.onOutbound((frame) => {
+        const returned = Int16Array.from(frame, (v) => Math.round(v * echoGain));
+        const talk = talkAfter === undefined ? -1 : (agentFrames - talkAfter) * FRAME_SAMPLES;
+        if (talk >= 0) for (let i = 0; i < FRAME_SAMPLES && talk + i < stop.length; i++) returned[i] += stop[talk + i];
+        agentFrames++;
+        void channel.callerSays(returned);
+      });
+      try {
+        const result = await engine.speak('Please hold while I check your details.', { bargeIn: true });
+        return { interrupted: result.interrupted, agentFrames };
+      } finally {
+        unsubscribe();
+        engine.close();
+        channel.close();
+      }
+    };
+    const gated = await withEcho(undefined);
+    assert.equal(gated.interrupted, false, 'the echo cut the agent off');
+    assert.ok(gated.agentFrames * FRAME_MS > 1500, `played ${gated.agentFrames * FRAME_MS} ms`);
+    const ungated = await withEcho(null);
+    assert.equal(ungated.interrupted, true, 'without the gate the model hears the echo as voice');
+    const talkedOver = await withEcho(undefined, 30);
+    assert.equal(talkedOver.interrupted, true, 'the caller talking over the echo');
+    assert.ok(talkedOver.agentFrames < 30 + 25, `${talkedOver.agentFrames - 30} agent frames after the caller started`);
   });
 
   it('settings: energy by default, silero by ENDPOINTER, hangovers configurable, bad values named', async () => {

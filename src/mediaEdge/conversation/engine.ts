@@ -10,14 +10,18 @@
  * The endpointer is the energy one or the voice-activity one (ENDPOINTER); the latter
  * decides asynchronously, so inbound frames then queue and are taken strictly in order.
  * While an answer is heard, the recogniser's partial text tells the endpointer when the
- * answer is already complete (answerCompleteness.ts), which shortens the hangover.
+ * answer is already complete (answerCompleteness.ts), which shortens the hangover. Voice
+ * far below the agent's own level while the agent speaks is its echo (echoGate.ts): it
+ * neither barges in nor becomes an answer.
  *
  * No Temporal here: activities wrap these calls. One speak and one listen at a time.
  */
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
 import { Endpointer, type EndpointerSettings, type EndpointEvent, type SpeechEndpointer } from '../audio/endpointing.js';
+import { dbfs } from '../audio/level.js';
 import type { AnswerHint, SpeechRecognizer, SpeechSynthesizer } from '../speech/interfaces.js';
 import { impliedDigitCount, isCompleteAnswer } from './answerCompleteness.js';
+import { ECHO_MARGIN_DB, EchoGate } from './echoGate.js';
 import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
 
 export type { ListenResult } from './pendingAnswer.js';
@@ -50,6 +54,8 @@ export interface ConversationEngineOptions {
   endpointing?: Partial<EndpointerSettings>;
   /** This call's endpointer (the voice-activity one); when absent, an energy endpointer with `endpointing`. */
   endpointer?: SpeechEndpointer;
+  /** Voice this many dB below the agent's level while it speaks is echo (default ECHO_MARGIN_DB); null hears all voice as the caller. */
+  echoMarginDb?: number | null;
   /** The clock of every time reported, in ms (default: epoch ms with sub-ms precision, monotonic). */
   now?: () => number;
 }
@@ -76,6 +82,10 @@ export class ConversationEngine {
   private speaking = false;
   /** Inbound frames waiting for an asynchronous endpointer, with their arrival times; undefined while none is deciding. */
   private backlog: { frame: PcmFrame; at: number }[] | undefined;
+  private readonly echoGate: EchoGate | undefined;
+  /** The current utterance was taken for the agent's echo: not reported, unless the caller's voice rises out of it. */
+  private echo = false;
+  private readonly unsubscribeOutbound: () => void;
   private readonly speechListeners = new Set<(event: EndpointEvent) => void>();
   private readonly answers = new Set<PendingAnswer>();
   private readonly unsubscribeInbound: () => void;
@@ -93,6 +103,10 @@ export class ConversationEngine {
     this.endpointer = options.endpointer ?? new Endpointer(options.endpointing);
     this.prerollFrames = Math.ceil((this.endpointer.speechStartMs + PREROLL_MS) / FRAME_MS);
     this.unsubscribeInbound = this.channel.onInbound((frame) => this.hear(frame));
+    const echoMarginDb = options.echoMarginDb === undefined ? ECHO_MARGIN_DB : options.echoMarginDb;
+    this.echoGate = echoMarginDb === null ? undefined : new EchoGate(echoMarginDb);
+    const gate = this.echoGate;
+    this.unsubscribeOutbound = gate ? this.channel.onOutbound((frame) => gate.agentFrame(dbfs(frame), this.now())) : () => undefined;
     void this.channel.closed.then((reason) => this.closeWith(reason));
   }
 
@@ -180,6 +194,7 @@ export class ConversationEngine {
   /** Stops listening to the channel and drops pending answers (their calls reject). */
   close(): void {
     this.unsubscribeInbound();
+    this.unsubscribeOutbound();
     for (const answer of this.answers) answer.cancel(new Error('conversation engine closed'));
   }
 
@@ -192,7 +207,7 @@ export class ConversationEngine {
       hint,
       now: this.now,
       signal,
-      speechSoFar: this.speaking ? this.utterance : undefined,
+      speechSoFar: this.speaking && !this.echo ? this.utterance : undefined,
       onPartial: (text) => {
         if (this.speaking && hint && isCompleteAnswer(hint.expect, text, digits)) this.endpointer.answerComplete = true;
       },
@@ -212,15 +227,15 @@ export class ConversationEngine {
     }
     const decided = this.endpointer.push(frame, at);
     if (!(decided instanceof Promise)) {
-      this.take(frame, decided);
+      this.take(frame, decided, at);
       return;
     }
     this.backlog = [];
-    void this.drain(frame, decided);
+    void this.drain(frame, at, decided);
   }
 
   /** Takes frames in order while an asynchronous endpointer decides them. */
-  private async drain(frame: PcmFrame, decided: Promise<EndpointEvent | undefined>): Promise<void> {
+  private async drain(frame: PcmFrame, at: number, decided: Promise<EndpointEvent | undefined>): Promise<void> {
     for (;;) {
       let event: EndpointEvent | undefined;
       try {
@@ -228,24 +243,39 @@ export class ConversationEngine {
       } catch {
         event = undefined; // a model that failed on one window: the frame counts as heard, undecided
       }
-      this.take(frame, event);
+      this.take(frame, event, at);
       const next = this.backlog?.shift();
       if (!next) break;
-      frame = next.frame;
+      ({ frame, at } = next);
       decided = Promise.resolve(this.endpointer.push(next.frame, next.at));
     }
     this.backlog = undefined;
   }
 
-  /** A frame whose endpointing is decided: the pre-roll, the utterance buffer, and the listeners. */
-  private take(frame: PcmFrame, event: EndpointEvent | undefined): void {
+  /** A frame whose endpointing is decided (`at`: when it arrived): the pre-roll, the utterance buffer, echo, and the listeners. */
+  private take(frame: PcmFrame, event: EndpointEvent | undefined, at: number): void {
     this.recent.push(frame);
     if (this.recent.length > this.prerollFrames) this.recent.shift();
     if (event?.type === 'speech_start') {
       this.speaking = true;
       this.utterance = [...this.recent];
+      // Judged on the loudest frame of the audio that started it.
+      const startFrames = this.recent.slice(-Math.ceil(this.endpointer.speechStartMs / FRAME_MS) - 1);
+      this.echo = this.echoGate?.isEcho(Math.max(...startFrames.map((f) => dbfs(f))), at) ?? false;
+      if (this.echo) return;
     } else if (event?.type === 'speech_end') {
       this.speaking = false;
+      if (this.echo) {
+        this.echo = false;
+        this.utterance = [];
+        return;
+      }
+    } else if (this.speaking && this.echo) {
+      // The caller talking over the agent's echo: their voice starts here.
+      if (this.echoGate!.isEcho(dbfs(frame), at)) return;
+      this.echo = false;
+      this.utterance = [...this.recent];
+      event = { type: 'speech_start', at: at - FRAME_MS };
     } else if (this.speaking) {
       this.utterance.push(frame);
       for (const answer of this.answers) answer.write(frame);

@@ -4,6 +4,7 @@
  * this file from here.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SystemNote } from '../src/domain/calls.js';
 import type { CallingWindow } from '../src/domain/callingWindows.js';
 import type { HookAutomation, HookAutomationKind } from '../src/domain/hookAutomation.js';
 import type { RetryPolicy } from '../src/domain/retryPolicy.js';
@@ -290,7 +291,16 @@ export interface SpeakToCallerInput {
   text: string;
 }
 
-export interface SpeakToCallerResult {
+/**
+ * System Notes the edge has for the call since its previous answer (a speech engine that
+ * failed and was replaced by the offline one); the workflow appends them to the call's
+ * notes in order with its own. Absent when there are none.
+ */
+export interface EdgeSystemNotes {
+  systemNotes?: SystemNote[];
+}
+
+export interface SpeakToCallerResult extends EdgeSystemNotes {
   /** Agent audio actually played, in milliseconds. */
   playedMs: number;
   /** True when the caller's speech cut the playback short (barge-in). */
@@ -307,9 +317,11 @@ export interface AskCallerInput {
   noSpeechTimeoutMs: number;
 }
 
-export type AskCallerResult =
+export type AskCallerResult = (
   | { kind: 'utterance'; text: string; /** End of the caller's speech → recognised text, ms. */ recognitionMs: number }
-  | { kind: 'silence' };
+  | { kind: 'silence' }
+) &
+  EdgeSystemNotes;
 
 /** The activities every media edge instance runs on its own task queue. */
 export interface MediaEdgeActivities {

@@ -19,7 +19,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
-import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type MediaEdgeActivities } from './contracts.js';
+import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type EdgeSystemNotes, type MediaEdgeActivities } from './contracts.js';
 import { waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
 import { runScript, type ScriptVoice, type VoiceQuestion } from './scriptRunner.js';
 
@@ -65,12 +65,20 @@ export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
 /**
  * Speaks and listens through the edge; one reprompt when the caller stays silent. When the
  * call ends during a step, the step's lines said so far go to `saidBeforeEnd` (the script
- * runner writes a step's turns only once it completes) before the failure goes on.
+ * runner writes a step's turns only once it completes) before the failure goes on. System
+ * Notes an answer of the edge carries go to `edgeNotes`.
  */
-function edgeVoice(edge: ReturnType<typeof edgeActivities>, callId: string, saidBeforeEnd: (lines: string[]) => Promise<void>): ScriptVoice {
-  async function speaking<T>(lines: string[], run: () => Promise<T>): Promise<T> {
+function edgeVoice(
+  edge: ReturnType<typeof edgeActivities>,
+  callId: string,
+  saidBeforeEnd: (lines: string[]) => Promise<void>,
+  edgeNotes: (notes: SystemNote[]) => void,
+): ScriptVoice {
+  async function speaking<T extends EdgeSystemNotes>(lines: string[], run: () => Promise<T>): Promise<T> {
     try {
-      return await run();
+      const answer = await run();
+      if (answer.systemNotes?.length) edgeNotes(answer.systemNotes);
+      return answer;
     } catch (err) {
       if (lineBegun(err) && patched(LINES_SAID_AT_END_PATCH)) await saidBeforeEnd(lines);
       throw err;
@@ -163,7 +171,12 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
         callId: ctx.input.callId,
         appendTurns,
         appendSystemNotes: (notes) => writes.write(() => ctx.appendSystemNotes(notes)),
-        voice: edgeVoice(edge, ctx.input.callId, (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text })))),
+        voice: edgeVoice(
+          edge,
+          ctx.input.callId,
+          (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text }))),
+          (notes) => void writes.write(() => ctx.appendSystemNotes(notes)),
+        ),
       },
     ).then(
       (run) => ({ kind: 'script' as const, run }),

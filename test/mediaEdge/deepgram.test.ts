@@ -22,6 +22,7 @@ describe('Deepgram live recognition', () => {
     await fake.close();
   });
   beforeEach(() => {
+    fake.idleTimeoutMs = 10_000;
     fake.behaviour = 'normal';
     fake.requests.length = 0;
     fake.streams = 0;
@@ -67,6 +68,18 @@ describe('Deepgram live recognition', () => {
     for (const frame of tone(200)) session.write(frame); // synchronously: the socket is still connecting
     assert.deepEqual(await session.finish(), { text: 'yes' });
     assert.equal(fake.requests[0].audioBytes, 200 * 16 * 2);
+  });
+
+  it('a stream waiting for the caller (the prompt still playing) is kept open with KeepAlive messages', async () => {
+    fake.transcripts = ['no'];
+    fake.idleTimeoutMs = 300; // shortened from Deepgram's 10 s
+    const session = new DeepgramRecognizer({ apiKey: 'dg-secret', baseUrl: fake.baseUrl, connectTimeoutMs: 2_000, answerTimeoutMs: 2_000, keepAliveMs: 100 }).start();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    for (const frame of tone(200)) session.write(frame);
+    assert.deepEqual(await session.finish(), { text: 'no' });
+    const { controls } = fake.requests[0];
+    assert.ok(controls.filter((c) => c === 'KeepAlive').length >= 2, controls.join(' '));
+    assert.equal(controls.at(-1), 'CloseStream');
   });
 
   it('a bad key is refused with HTTP 401: finish() rejects naming Deepgram’s error, not the key', async () => {

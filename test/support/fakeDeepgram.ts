@@ -39,6 +39,10 @@ export class FakeDeepgram {
   /** What the next streams "hear" (lower-case words; a transcript per stream, the last one repeating). */
   transcripts: string[] = ['hello'];
   behaviour: FakeDeepgramBehaviour = 'normal';
+  /** Behaviours of the next streams, one each, before `behaviour` applies again. */
+  nextBehaviours: FakeDeepgramBehaviour[] = [];
+  /** Deepgram closes a stream that gets neither audio nor a KeepAlive for about 10 s (NET-0001). */
+  idleTimeoutMs = 10_000;
   /** Streams the server has accepted so far. */
   streams = 0;
   private readonly server: http.Server;
@@ -106,13 +110,20 @@ export class FakeDeepgram {
   private stream(ws: WebSocket, request: FakeDeepgramRequest): void {
     const words = (this.transcripts[Math.min(this.streams, this.transcripts.length - 1)] ?? '').split(/\s+/).filter(Boolean);
     this.streams++;
-    const behaviour = this.behaviour;
+    const behaviour = this.nextBehaviours.shift() ?? this.behaviour;
     const bytesPerSecond = Number(request.query.get('sample_rate') ?? 16000) * 2 * Number(request.query.get('channels') ?? 1);
     const interim = request.query.get('interim_results') === 'true';
     let finalised = 0; // words already sent as final
     let heardUpTo = 0; // words the audio so far "contains": one per 100 ms
     let start = 0;
     const requestId = randomUUID();
+    let idle: NodeJS.Timeout | undefined;
+    const stillThere = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => ws.close(1011, 'NET-0001: No audio received within the timeout window.'), this.idleTimeoutMs);
+    };
+    stillThere();
+    ws.on('close', () => clearTimeout(idle));
     const results = (from: number, to: number, isFinal: boolean, extra: Record<string, unknown> = {}) => {
       const seconds = request.audioBytes / bytesPerSecond;
       ws.send(
@@ -135,6 +146,7 @@ export class FakeDeepgram {
       finalised = words.length;
     };
     ws.on('message', (data, isBinary) => {
+      stillThere();
       if (isBinary) {
         request.audioBytes += (data as Buffer).length;
         if (behaviour === 'close_mid_stream' && request.audioBytes >= bytesPerSecond * 0.1) {

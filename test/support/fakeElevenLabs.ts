@@ -40,6 +40,8 @@ export function fakeSpeech(text: string, rate: number): Int16Array {
 export class FakeElevenLabs {
   readonly requests: FakeElevenLabsRequest[] = [];
   behaviour: FakeElevenLabsBehaviour = 'normal';
+  /** Behaviours of the next streams, one each, before `behaviour` applies again. */
+  nextBehaviours: FakeElevenLabsBehaviour[] = [];
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly sockets = new Set<Socket>();
@@ -105,7 +107,7 @@ export class FakeElevenLabs {
   }
 
   private stream(ws: WebSocket, request: FakeElevenLabsRequest, format: string): void {
-    const behaviour = this.behaviour;
+    const behaviour = this.nextBehaviours.shift() ?? this.behaviour;
     let text = '';
     const error = (message: string, errorCode: string) => {
       ws.send(JSON.stringify({ message, error: errorCode, code: 1008 }));

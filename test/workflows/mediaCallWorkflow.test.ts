@@ -10,6 +10,7 @@ import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
+import type { SystemNote } from '../../src/domain/calls.js';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
@@ -60,8 +61,8 @@ const VERIFY_SCRIPT = {
   ],
 };
 
-/** What the stand-in caller does at one askCaller call. */
-type CallerMove = { say: string } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
+/** What the stand-in caller does at one askCaller call (`systemNotes`: what the edge's answer carries). */
+type CallerMove = { say: string; systemNotes?: SystemNote[] } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
 
 interface StandIn {
   taskQueue: string;
@@ -86,7 +87,7 @@ async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
     async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
       state.prompts.push(input.prompt);
       const move = moves.shift() ?? { silence: true };
-      if ('say' in move) return { kind: 'utterance', text: move.say, recognitionMs: 120 };
+      if ('say' in move) return { kind: 'utterance', text: move.say, recognitionMs: 120, ...(move.systemNotes ? { systemNotes: move.systemNotes } : {}) };
       if ('silence' in move) return { kind: 'silence' };
       if ('mediaLost' in move) throw ApplicationFailure.nonRetryable('ICE connection failed', CALL_MEDIA_LOST);
       // The caller hangs up while the prompt plays: the edge keeps heartbeating until the workflow cancels.
@@ -172,6 +173,31 @@ describe('a call on the media edge: the workflow runs the script through the edg
       }
       // Row writes are local activities of the call workflow: markers, not activity tasks.
       assert.equal(historySteps(history).filter((s) => s === 'appendTranscriptTurns').length, 4, 'every turn is written all the same');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('System Notes an edge answer carries (a speech engine replaced mid-call) are written to the call, with the script’s own', async () => {
+    const team = await createTestTeam(pool);
+    const failover: SystemNote = {
+      at: '2026-11-27T14:00:00.000Z',
+      kind: 'speech_engine',
+      text: 'The speech recognition engine deepgram failed twice (Deepgram: no answer within 5000 ms of the end of speech); pocketsphinx took over for the rest of the call.',
+      data: { stage: 'recognition', failed: 'deepgram', fallback: 'pocketsphinx' },
+    };
+    const edge = await startStandInEdge([{ say: 'one nine eight five zero four zero three', systemNotes: [failover] }, { say: 'yes' }]);
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const notes = (await callRow(pool, callId)).system_notes;
+      assert.deepEqual(
+        notes.filter((n) => n.kind === 'speech_engine'),
+        [failover],
+        'the note as the edge wrote it, once',
+      );
+      assert.ok(notes.some((n) => n.kind === 'auth_check'), 'and the script’s notes');
     } finally {
       await edge.stop();
     }

@@ -23,6 +23,11 @@ export const DEEPGRAM_DEFAULT_BASE_URL = 'wss://api.deepgram.com';
 export const DEEPGRAM_DEFAULT_MODEL = 'nova-3';
 /** Deepgram's own end-of-speech silence (speech_final); the edge's endpointer ends the turn, this only shapes its finals. */
 export const DEEPGRAM_ENDPOINTING_MS = 300;
+/**
+ * Deepgram closes a stream that gets no audio for about 10 s (NET-0001), and a session opens
+ * as the prompt starts: a KeepAlive goes out whenever no audio has for this long.
+ */
+export const DEEPGRAM_KEEPALIVE_MS = 4_000;
 /** Deepgram's keyterm budget is counted in tokens; a few dozen phrases is plenty for one answer. */
 export const DEEPGRAM_MAX_KEYTERMS = 50;
 
@@ -52,6 +57,8 @@ export interface DeepgramOptions {
   connectTimeoutMs: number;
   /** From the end of the utterance (CloseStream) to Deepgram's answer. */
   answerTimeoutMs: number;
+  /** Silence on the stream after which a KeepAlive is sent (default DEEPGRAM_KEEPALIVE_MS). */
+  keepAliveMs?: number;
 }
 
 /** Words a kind of answer is made of, boosted when the model takes single keywords. */
@@ -130,6 +137,8 @@ class DeepgramSession implements RecognitionSession {
   private finishing = false;
   private done = false;
   private answerTimer: NodeJS.Timeout | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private lastSentAt = 0;
   private settle: { resolve: (t: Transcript) => void; reject: (e: Error) => void } | undefined;
   private readonly answer: Promise<Transcript>;
 
@@ -153,7 +162,9 @@ class DeepgramSession implements RecognitionSession {
       () => {
         this.open = true;
         for (const bytes of this.pending.splice(0)) socket.send(bytes);
+        this.lastSentAt = Date.now();
         if (this.finishing) this.closeStream();
+        else this.keepStreamAlive();
       },
       (err: Error) => this.fail(err),
     );
@@ -169,8 +180,12 @@ class DeepgramSession implements RecognitionSession {
   write(frame: PcmFrame): void {
     if (this.done || this.finishing) return;
     const bytes = int16ToLittleEndian(frame);
-    if (this.open) this.socket.send(bytes);
-    else this.pending.push(bytes);
+    if (!this.open) {
+      this.pending.push(bytes);
+      return;
+    }
+    this.socket.send(bytes);
+    this.lastSentAt = Date.now();
   }
 
   onPartial(listener: (text: string) => void): () => void {
@@ -191,8 +206,19 @@ class DeepgramSession implements RecognitionSession {
     this.fail(new Error('recognition aborted'));
   }
 
+  /** While the prompt plays and nobody speaks, the stream gets KeepAlives instead of audio. */
+  private keepStreamAlive(): void {
+    const every = this.options.keepAliveMs ?? DEEPGRAM_KEEPALIVE_MS;
+    this.keepAlive = setInterval(() => {
+      if (this.done || this.finishing || Date.now() - this.lastSentAt < every) return;
+      this.send({ type: 'KeepAlive' });
+      this.lastSentAt = Date.now();
+    }, Math.max(10, Math.floor(every / 4)));
+  }
+
   /** No more audio: Deepgram answers with its last finals, Metadata, and a close. */
   private closeStream(): void {
+    clearInterval(this.keepAlive);
     this.send({ type: 'CloseStream' });
     this.answerTimer = setTimeout(
       () => this.fail(new CloudSpeechError('Deepgram', `no answer within ${this.options.answerTimeoutMs} ms of the end of speech`)),
@@ -244,6 +270,7 @@ class DeepgramSession implements RecognitionSession {
   private end(): void {
     this.done = true;
     clearTimeout(this.answerTimer);
+    clearInterval(this.keepAlive);
     this.pending.length = 0;
     if (!this.failure && this.socket.readyState === this.socket.OPEN) this.socket.close(1000);
     this.onEnd();

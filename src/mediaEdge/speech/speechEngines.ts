@@ -3,13 +3,17 @@
  * (`festival`, the default, or `espeak`) and STT_PROVIDER (`pocketsphinx`, the default),
  * and the engines' limits (FESTIVAL_MAX_QUEUED_PER_CALL, POCKETSPHINX_MAX_PROCESSES,
  * POCKETSPHINX_MAX_WAIT_MS). A bad value, or an engine whose program or model is not
- * installed, stops start-up with an error naming the variable.
+ * installed, stops start-up with an error naming the variable. The cloud engines
+ * (TTS_PROVIDER=elevenlabs, STT_PROVIDER=deepgram; their settings in cloudSpeechConfig.ts)
+ * need their key and the default offline engine, which takes over a call when they fail.
  */
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { EspeakSynthesizer } from './espeak.js';
 import { FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL, FestivalSynthesizer } from './festival.js';
 import { findExecutable } from './engineProcess.js';
+import { CLOUD_STT_PROVIDERS, CLOUD_TTS_PROVIDERS, createCloudSpeechEngines, type CloudSpeechConfig } from './cloudSpeechConfig.js';
+import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from './fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
 import {
   POCKETSPHINX_DEFAULT_MAX_PROCESSES,
@@ -25,7 +29,7 @@ export type TtsProvider = (typeof TTS_PROVIDERS)[number];
 export type SttProvider = (typeof STT_PROVIDERS)[number];
 
 /** The variables read (process.env fits). */
-export interface SpeechEnginesConfig {
+export interface SpeechEnginesConfig extends CloudSpeechConfig {
   TTS_PROVIDER?: string;
   STT_PROVIDER?: string;
   FESTIVAL_MAX_QUEUED_PER_CALL?: string;
@@ -74,18 +78,31 @@ export class SpeechConfigError extends Error {
 export interface SpeechEngines {
   synthesizer: SpeechSynthesizer;
   recognizer: SpeechRecognizer;
+  /**
+   * The engines of one call. A cloud engine gets the offline one behind it: one retry of a
+   * failed utterance or line, then the offline engine for the rest of the call, which
+   * `onFailover` reports (docs/speech.md). Offline engines are shared as they are.
+   */
+  forCall(onFailover: FailoverListener): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer };
   /** Loads voices and dictionaries now rather than on the first call. */
   warmUp(): Promise<void>;
   /** Stops every engine process. */
   close(): Promise<void>;
 }
 
-function choose<T extends string>(variable: string, value: string | undefined, allowed: readonly T[]): T {
+function choose<T extends string>(variable: string, value: string | undefined, allowed: readonly T[], cloud: readonly string[] = []): T {
   const chosen = (value ?? '').trim() || allowed[0];
   if (!(allowed as readonly string[]).includes(chosen)) {
-    throw new SpeechConfigError(variable, `${variable} must be one of ${allowed.join(', ')} (got "${value}")`);
+    const orCloud = cloud.length > 0 ? `, or the cloud engine ${cloud.join(', ')}` : '';
+    throw new SpeechConfigError(variable, `${variable} must be one of ${allowed.join(', ')} (got "${value}")${orCloud}`);
   }
   return chosen as T;
+}
+
+/** The cloud engine `value` names, if it names one. */
+function cloudChoice<T extends string>(value: string | undefined, cloud: readonly T[]): T | undefined {
+  const chosen = (value ?? '').trim();
+  return (cloud as readonly string[]).includes(chosen) ? (chosen as T) : undefined;
 }
 
 /** How programs are found: on PATH (tests pass their own). */
@@ -103,17 +120,23 @@ function requireFile(variable: string, provider: string, file: string, packages:
 
 /** The configured synthesizer and recognizer; throws a SpeechConfigError when the configuration or the installation is wrong. */
 export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: ProgramLookup = findExecutable): SpeechEngines {
-  const tts = choose<TtsProvider>('TTS_PROVIDER', config.TTS_PROVIDER, TTS_PROVIDERS);
-  const stt = choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS);
+  const ttsCloud = cloudChoice(config.TTS_PROVIDER, CLOUD_TTS_PROVIDERS);
+  const sttCloud = cloudChoice(config.STT_PROVIDER, CLOUD_STT_PROVIDERS);
+  // Behind a cloud engine stands the default offline one, which takes over when it fails.
+  const tts = ttsCloud ? TTS_PROVIDERS[0] : choose<TtsProvider>('TTS_PROVIDER', config.TTS_PROVIDER, TTS_PROVIDERS, CLOUD_TTS_PROVIDERS);
+  const stt = sttCloud ? STT_PROVIDERS[0] : choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS, CLOUD_STT_PROVIDERS);
   const limits = speechLimits(config);
+  const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, (variable, message) => {
+    throw new SpeechConfigError(variable, message);
+  });
 
   // Everything is checked before anything is started.
   const ttsBinary =
     tts === 'festival'
-      ? requireProgram(lookUp, 'TTS_PROVIDER', tts, 'festival', 'festival festvox-kallpc16k')
+      ? requireProgram(lookUp, 'TTS_PROVIDER', ttsCloud ?? tts, 'festival', 'festival festvox-kallpc16k')
       : requireProgram(lookUp, 'TTS_PROVIDER', tts, 'espeak-ng', 'espeak-ng');
-  const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
-  for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', stt, file, 'pocketsphinx-en-us');
+  const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', sttCloud ?? stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
+  for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', sttCloud ?? stt, file, 'pocketsphinx-en-us');
 
   const synthesizer: SpeechSynthesizer =
     tts === 'festival' ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL }) : new EspeakSynthesizer({ binary: ttsBinary });
@@ -125,8 +148,14 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   });
 
   return {
-    synthesizer,
-    recognizer,
+    synthesizer: cloud.synthesizer ?? synthesizer,
+    recognizer: cloud.recognizer ?? recognizer,
+    forCall(onFailover) {
+      return {
+        synthesizer: cloud.synthesizer ? new FallbackSynthesizer(cloud.synthesizer, synthesizer, onFailover) : synthesizer,
+        recognizer: cloud.recognizer ? new FallbackRecognizer(cloud.recognizer, recognizer, onFailover) : recognizer,
+      };
+    },
     async warmUp() {
       try {
         await synthesizer.warmUp();
@@ -136,7 +165,7 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       await recognizer.warmUp();
     },
     async close() {
-      await Promise.all([synthesizer.close(), recognizer.close()]);
+      await Promise.all([synthesizer.close(), recognizer.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);
     },
   };
 }

@@ -11,7 +11,9 @@ import { extractAnswer } from '../../src/domain/authCheck/index.js';
 import { sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import type { AnswerHint, RecognitionSession, Transcript } from '../../src/mediaEdge/speech/interfaces.js';
+import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
 import { normaliseWhisperText, whisperPrompt, WhisperRecognizer, WhisperWorkerError } from '../../src/mediaEdge/speech/whisper.js';
+import { whisperSettings } from '../../src/mediaEdge/speech/whisperConfig.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 import { overTelephone } from '../support/telephoneBand.js';
 
@@ -128,5 +130,38 @@ describe('whisper worker that cannot start', () => {
     } finally {
       await broken.close();
     }
+  });
+});
+
+describe('choosing whisper at start-up', () => {
+  it('STT_PROVIDER=whisper makes the whisper recogniser, with no process started before warm-up', async () => {
+    const engines = createSpeechEngines({ STT_PROVIDER: 'whisper', WHISPER_WORKERS: '2', WHISPER_MAX_QUEUED: '3' });
+    try {
+      assert.equal(engines.recognizer.name, 'whisper');
+      const whisper = engines.recognizer as WhisperRecognizer;
+      assert.deepEqual(whisper.pool.pids, [undefined, undefined]);
+      assert.equal(whisper.pool.maxQueued, 3);
+    } finally {
+      await engines.close();
+    }
+  });
+
+  it('a bad whisper setting is named, whichever engine is chosen', () => {
+    const named = (variable: string) => (err: unknown) => err instanceof SpeechConfigError && err.variable === variable && err.message.startsWith(variable);
+    assert.throws(() => createSpeechEngines({ STT_PROVIDER: 'whisper', WHISPER_WORKERS: '0' }), named('WHISPER_WORKERS'));
+    assert.throws(() => createSpeechEngines({ WHISPER_MAX_QUEUED: '-1' }), named('WHISPER_MAX_QUEUED'));
+    assert.throws(() => createSpeechEngines({ WHISPER_THREADS: 'two' }), named('WHISPER_THREADS'));
+    assert.throws(() => createSpeechEngines({ STT_PROVIDER: 'whisper', WHISPER_PROMPT: 'everything' }), named('WHISPER_PROMPT'));
+  });
+
+  it('a missing speech venv is named with the command that installs it', () => {
+    const fail = (variable: string, message: string): never => {
+      throw new SpeechConfigError(variable, message);
+    };
+    assert.throws(
+      () => whisperSettings({}, true, fail, '/nonexistent/speech-venv'),
+      (err: unknown) => err instanceof SpeechConfigError && err.variable === 'STT_PROVIDER' && /STT_PROVIDER=whisper needs the speech venv .*not installed: run STT_PROVIDER=whisper node scripts\/bootstrap\.mjs/.test(err.message),
+    );
+    assert.equal(whisperSettings({}, false, fail, '/nonexistent/speech-venv').workers, 1, 'not chosen: the venv is not needed');
   });
 });

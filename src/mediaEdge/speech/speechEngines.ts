@@ -15,6 +15,8 @@ import { findExecutable } from './engineProcess.js';
 import { CLOUD_STT_PROVIDERS, CLOUD_TTS_PROVIDERS, createCloudSpeechEngines, type CloudSpeechConfig } from './cloudSpeechConfig.js';
 import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from './fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
+import { WhisperRecognizer } from './whisper.js';
+import { whisperSettings } from './whisperConfig.js';
 import {
   POCKETSPHINX_DEFAULT_MAX_PROCESSES,
   POCKETSPHINX_DEFAULT_MAX_WAIT_MS,
@@ -24,7 +26,7 @@ import {
 } from './pocketsphinx.js';
 
 export const TTS_PROVIDERS = ['festival', 'espeak'] as const;
-export const STT_PROVIDERS = ['pocketsphinx'] as const;
+export const STT_PROVIDERS = ['pocketsphinx', 'whisper'] as const;
 export type TtsProvider = (typeof TTS_PROVIDERS)[number];
 export type SttProvider = (typeof STT_PROVIDERS)[number];
 
@@ -35,6 +37,10 @@ export interface SpeechEnginesConfig extends CloudSpeechConfig {
   FESTIVAL_MAX_QUEUED_PER_CALL?: string;
   POCKETSPHINX_MAX_PROCESSES?: string;
   POCKETSPHINX_MAX_WAIT_MS?: string;
+  WHISPER_WORKERS?: string;
+  WHISPER_MAX_QUEUED?: string;
+  WHISPER_THREADS?: string;
+  WHISPER_PROMPT?: string;
 }
 
 const wholeNumber = (min: number, max: number) =>
@@ -126,6 +132,9 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const tts = ttsCloud ? TTS_PROVIDERS[0] : choose<TtsProvider>('TTS_PROVIDER', config.TTS_PROVIDER, TTS_PROVIDERS, CLOUD_TTS_PROVIDERS);
   const stt = sttCloud ? STT_PROVIDERS[0] : choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS, CLOUD_STT_PROVIDERS);
   const limits = speechLimits(config);
+  const whisper = whisperSettings(config, stt === 'whisper', (variable, message) => {
+    throw new SpeechConfigError(variable, message);
+  });
   const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, (variable, message) => {
     throw new SpeechConfigError(variable, message);
   });
@@ -140,12 +149,16 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
 
   const synthesizer: SpeechSynthesizer =
     tts === 'festival' ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL }) : new EspeakSynthesizer({ binary: ttsBinary });
-  const recognizer = new PocketsphinxRecognizer({
-    binary: sttBinary,
-    modelDir: POCKETSPHINX_MODEL_DIR,
-    maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES,
-    maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
-  });
+  // Whisper is started on warm-up (or its first utterance), not here.
+  const recognizer: SpeechRecognizer =
+    stt === 'whisper'
+      ? new WhisperRecognizer(whisper)
+      : new PocketsphinxRecognizer({
+          binary: sttBinary,
+          modelDir: POCKETSPHINX_MODEL_DIR,
+          maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES,
+          maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
+        });
 
   return {
     synthesizer: cloud.synthesizer ?? synthesizer,
@@ -162,7 +175,12 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       } catch (err) {
         throw new SpeechConfigError('TTS_PROVIDER', `TTS_PROVIDER=${tts} does not work: ${(err as Error).message}`);
       }
-      await recognizer.warmUp();
+      try {
+        await recognizer.warmUp();
+      } catch (err) {
+        if (stt !== 'whisper') throw err;
+        throw new SpeechConfigError('STT_PROVIDER', `STT_PROVIDER=whisper does not work: ${(err as Error).message}`);
+      }
     },
     async close() {
       await Promise.all([synthesizer.close(), recognizer.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);

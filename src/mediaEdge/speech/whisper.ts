@@ -207,6 +207,7 @@ export class WhisperPool {
   private readonly workers: (WhisperWorker | undefined)[];
   private readonly queue: Job[] = [];
   private closed = false;
+  private started = false;
   private readonly restartTimers = new Set<NodeJS.Timeout>();
   /** Consecutive start failures per worker slot (the restart delay grows with them). */
   private readonly failures: number[];
@@ -223,7 +224,14 @@ export class WhisperPool {
     if (!Number.isInteger(size) || size < 1) throw new Error(`the whisper pool needs at least one worker, got ${size}`);
     if (!Number.isInteger(maxQueued) || maxQueued < 0) throw new Error(`maxQueued must be a whole number of at least 0, got ${maxQueued}`);
     this.failures = new Array<number>(size).fill(0);
-    this.workers = Array.from({ length: size }, (_, slot) => this.startWorker(slot));
+    this.workers = new Array<WhisperWorker | undefined>(size).fill(undefined);
+  }
+
+  /** Starts the workers on first use (warm-up or the first utterance), not when the pool is made. */
+  private start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    for (let slot = 0; slot < this.workers.length; slot++) this.workers[slot] = this.startWorker(slot);
   }
 
   /** The worker processes' ids (undefined while one restarts). */
@@ -238,6 +246,7 @@ export class WhisperPool {
 
   /** Resolves once every worker has loaded the model; rejects with the first that could not. */
   async ready(): Promise<void> {
+    this.start();
     await Promise.all(this.workers.map((w) => w?.readyOrFailed));
   }
 
@@ -247,6 +256,7 @@ export class WhisperPool {
    */
   recognise(pcm: Buffer, prompt: string | undefined, signal?: AbortSignal): Promise<string> | undefined {
     if (this.closed) return Promise.reject(new WhisperWorkerError('whisper recognizer is closed'));
+    this.start();
     const free = this.workers.some((w) => w?.ready && !w.job);
     if (!free && this.queue.length >= this.maxQueued) {
       this.stats.refused++;

@@ -183,7 +183,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
     const failover: SystemNote = {
       at: '2026-11-27T14:00:00.000Z',
       kind: 'speech_engine',
-      text: 'The speech recognition engine deepgram failed twice (Deepgram: no answer within 5000 ms of the end of speech); pocketsphinx took over for the rest of the call.',
+      text: 'The speech recognition engine deepgram failed twice (Deepgram: no answer within 2000 ms of the end of speech); pocketsphinx took over for the rest of the call.',
       data: { stage: 'recognition', failed: 'deepgram', fallback: 'pocketsphinx' },
     };
     const edge = await startStandInEdge([{ say: 'one nine eight five zero four zero three', systemNotes: [failover] }, { say: 'yes' }]);

@@ -20,8 +20,8 @@ export const CLOUD_STT_PROVIDERS = ['deepgram'] as const;
 export type CloudTtsProvider = (typeof CLOUD_TTS_PROVIDERS)[number];
 export type CloudSttProvider = (typeof CLOUD_STT_PROVIDERS)[number];
 
-export const SPEECH_CLOUD_DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
-export const SPEECH_CLOUD_DEFAULT_ANSWER_TIMEOUT_MS = 5_000;
+export const SPEECH_CLOUD_DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+export const SPEECH_CLOUD_DEFAULT_ANSWER_TIMEOUT_MS = 2_000;
 
 /** The variables read (process.env fits). */
 export interface CloudSpeechConfig {

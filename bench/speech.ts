@@ -12,9 +12,13 @@
 //    hangover comes on top: speech end → text = 500 ms + this.
 // 3. Turn latency through the conversation engine on a 20 ms loopback channel: the caller's
 //    speech ends → the first frame of the agent's next line (hangover, recognition, synthesis
-//    and pacing; no network, no workflow round trip).
+//    and pacing; no network, no workflow round trip), with each endpointer (energy, silero).
+// 4. Voice activity (Silero VAD, ENDPOINTER=silero): model load, CPU and wall time per 32 ms
+//    window (on the main thread: onnxruntime-node runs synchronously), and how each
+//    endpointer takes the answer set and white noise at speech level.
 //
-// Knobs: BENCH_ROUNDS (3): rounds over the utterance set; BENCH_TURNS (6).
+// Knobs: BENCH_ROUNDS (3): rounds over the utterance set; BENCH_TURNS (6);
+// BENCH_PARTS (tts,stt,turns,vad): which parts to run.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -22,19 +26,23 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { FRAME_MS } from '../src/mediaEdge/media/channel.js';
+import { Endpointer, type SpeechEndpointer } from '../src/mediaEdge/audio/endpointing.js';
 import { sliceFrames } from '../src/mediaEdge/audio/frames.js';
+import { SileroVadModel, VAD_WINDOW_SAMPLES } from '../src/mediaEdge/audio/sileroVad.js';
+import { VoiceEndpointer } from '../src/mediaEdge/audio/voiceEndpointing.js';
 import { ConversationEngine } from '../src/mediaEdge/conversation/engine.js';
 import { EspeakSynthesizer } from '../src/mediaEdge/speech/espeak.js';
 import { FestivalSynthesizer } from '../src/mediaEdge/speech/festival.js';
 import type { AnswerHint, SpeechSynthesizer } from '../src/mediaEdge/speech/interfaces.js';
 import { PocketsphinxRecognizer } from '../src/mediaEdge/speech/pocketsphinx.js';
-import { LoopbackChannel } from '../test/support/loopbackChannel.js';
+import { LoopbackChannel, whiteNoise } from '../test/support/loopbackChannel.js';
 import { onLine, spoken } from '../test/support/spokenAudio.js';
 import { runBenchmark } from './support/environment.js';
 import { out, quantile } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TURNS = Number(process.env.BENCH_TURNS ?? 6);
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'tts,stt,turns,vad').split(',').map((p) => p.trim()));
 
 const LINES = ['Thank you.', 'What is your date of birth?', 'Can you confirm your full name, please?', 'Please hold while I check.', 'Is that correct?'];
 
@@ -139,13 +147,14 @@ async function measureRecognition(): Promise<void> {
   out(`  exact transcripts: ${correct}/${total}${misheard.length ? `; misheard: ${[...new Set(misheard)].join('; ')}` : ''}`);
 }
 
-async function measureTurns(): Promise<void> {
-  out('\nTurn latency in the engine (loopback channel): caller speech end → first frame of the next agent line');
+async function measureTurns(kind: 'energy' | 'silero'): Promise<void> {
+  out(`\nTurn latency in the engine (loopback channel, ${kind} endpointer): caller speech end → first frame of the next agent line`);
   const synthesizer = new FestivalSynthesizer();
   const recognizer = new PocketsphinxRecognizer();
   await Promise.all([synthesizer.warmUp(), recognizer.warmUp()]);
+  const model = kind === 'silero' ? await SileroVadModel.load() : undefined;
   const channel = new LoopbackChannel({ backgroundDbfs: -65 });
-  const engine = new ConversationEngine({ channel, synthesizer, recognizer });
+  const engine = new ConversationEngine({ channel, synthesizer, recognizer, endpointer: model ? new VoiceEndpointer(model.classifier()) : undefined });
   const recognition: number[] = [];
   try {
     for (let turn = 0; turn < TURNS; turn++) {
@@ -162,15 +171,72 @@ async function measureTurns(): Promise<void> {
   } finally {
     engine.close();
     channel.close();
-    await Promise.all([synthesizer.close(), recognizer.close()]);
+    await Promise.all([synthesizer.close(), recognizer.close(), model?.close()]);
   }
   summary('speech end → text (hangover + finalisation)', recognition);
   summary('speech end → first agent frame', engine.turnLatencies.map((t) => t.turnMs));
 }
 
+/** Every event an endpointer decides on `samples`, frame by frame. */
+async function endpointEvents(endpointer: SpeechEndpointer, samples: Int16Array): Promise<string[]> {
+  const found: string[] = [];
+  for (const [i, frame] of sliceFrames(samples).entries()) {
+    const event = await endpointer.push(frame, (i + 1) * FRAME_MS);
+    if (event) found.push(event.type);
+  }
+  return found;
+}
+
+async function measureVoiceActivity(): Promise<void> {
+  out('\nVoice activity (Silero VAD, one 32 ms window of 16 kHz per run)');
+  const loadStart = now();
+  const model = await SileroVadModel.load();
+  out(`  model load: ${(now() - loadStart).toFixed(0)} ms (once per edge)`);
+  try {
+    // Cost per window over speech and noise alike, one call's classifier.
+    const answers = await Promise.all(ANSWERS.map((a) => spoken(a.text)));
+    const audio = new Int16Array([...answers.flatMap((a) => [...onLine(a, 300, 300, -50)]), ...whiteNoise(10 * 16_000, -30, 9)]);
+    const classifier = model.classifier();
+    const wall: number[] = [];
+    const cpuStart = process.cpuUsage();
+    let windows = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let at = 0; at + VAD_WINDOW_SAMPLES <= audio.length; at += VAD_WINDOW_SAMPLES) {
+        const started = now();
+        await classifier.speechProbability(audio.subarray(at, at + VAD_WINDOW_SAMPLES));
+        wall.push(now() - started);
+        windows++;
+      }
+    }
+    const cpu = process.cpuUsage(cpuStart);
+    const cpuPerWindow = (cpu.user + cpu.system) / 1000 / windows;
+    out(`  ${'wall time per window (run and its setImmediate hop)'.padEnd(52)} p50 ${quantile(wall, 0.5).toFixed(3)} ms   p95 ${quantile(wall, 0.95).toFixed(3)} ms   (n=${windows})`);
+    out(`  CPU per window: ${cpuPerWindow.toFixed(3)} ms; one call (31.25 windows/s): ${((cpuPerWindow * 31.25) / 10).toFixed(2)} % of a core`);
+
+    // What each endpointer makes of the answers (one utterance each) and of noise at speech level (nothing).
+    for (const [label, make] of [
+      ['energy', () => new Endpointer()],
+      ['silero', () => new VoiceEndpointer(model.classifier())],
+    ] as const) {
+      let single = 0;
+      for (const answer of answers) if ((await endpointEvents(make(), onLine(answer, 500, 800, -60))).join() === 'speech_start,speech_end') single++;
+      let falseStarts = 0;
+      const levels = [-40, -30, -20, -15];
+      for (const level of levels) if ((await endpointEvents(make(), onLine(whiteNoise(3 * 16_000, level, 11), 1000, 0))).length > 0) falseStarts++;
+      out(`  ${label.padEnd(7)} answers heard as one utterance: ${single}/${answers.length}; white noise (−40…−15 dBFS) heard as speech: ${falseStarts}/${levels.length}`);
+    }
+  } finally {
+    await model.close();
+  }
+}
+
 runBenchmark(async () => {
-  out(`Speech benchmark (offline engines; ${ROUNDS} rounds, ${TURNS} turns)\n`);
-  await measureSynthesis();
-  await measureRecognition();
-  await measureTurns();
+  out(`Speech benchmark (offline engines; ${ROUNDS} rounds, ${TURNS} turns; parts ${[...PARTS].join(', ')})\n`);
+  if (PARTS.has('tts')) await measureSynthesis();
+  if (PARTS.has('stt')) await measureRecognition();
+  if (PARTS.has('turns')) {
+    await measureTurns('energy');
+    await measureTurns('silero');
+  }
+  if (PARTS.has('vad')) await measureVoiceActivity();
 });

@@ -246,6 +246,9 @@ describe('voice-activity endpointing (Silero VAD)', () => {
 
   it('settings: energy by default, silero by ENDPOINTER, hangovers configurable, bad values named', async () => {
     assert.equal(createEndpointing({}).kind, 'energy');
+    assert.equal(createEndpointing({}).echoMarginDb, 25);
+    assert.equal(createEndpointing({ ENDPOINTER_ECHO_MARGIN_DB: '30' }).echoMarginDb, 30);
+    assert.equal(createEndpointing({ ENDPOINTER_ECHO_MARGIN_DB: 'off' }).echoMarginDb, null);
     const energy = createEndpointing({ ENDPOINTER_END_SILENCE_MS: '700', ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '200' }).create() as Endpointer;
     assert.equal(energy.settings.endSilenceMs, 700);
     assert.equal(energy.settings.completeAnswerSilenceMs, 200);
@@ -265,6 +268,8 @@ describe('voice-activity endpointing (Silero VAD)', () => {
       [{ ENDPOINTER_END_SILENCE_MS: '50' }, 'ENDPOINTER_END_SILENCE_MS'],
       [{ ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '800' }, 'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS'],
       [{ ENDPOINTER_VAD_THRESHOLD: '1.5' }, 'ENDPOINTER_VAD_THRESHOLD'],
+      [{ ENDPOINTER_ECHO_MARGIN_DB: 'loud' }, 'ENDPOINTER_ECHO_MARGIN_DB'],
+      [{ ENDPOINTER_ECHO_MARGIN_DB: '3' }, 'ENDPOINTER_ECHO_MARGIN_DB'],
     ] as const) {
       assert.throws(
         () => createEndpointing(config),

@@ -6,6 +6,7 @@
  *   ENDPOINTER_END_SILENCE_MS              quiet that ends free speech (500)
  *   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS  quiet that ends an answer already complete (240)
  *   ENDPOINTER_VAD_THRESHOLD               silero: speech probability of a voice window (0.5)
+ *   ENDPOINTER_ECHO_MARGIN_DB              voice this far below the agent's level while it speaks is echo (25; off)
  *
  * A bad value, or ENDPOINTER=silero without its model, stops start-up with an error naming
  * the variable. The model is loaded once per edge (warmUp) and shared by every call.
@@ -14,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from 'zod';
+import { ECHO_MARGIN_DB } from '../conversation/echoGate.js';
 import { SpeechConfigError } from '../speech/speechEngines.js';
 import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, type SpeechEndpointer } from './endpointing.js';
 import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
@@ -28,6 +30,7 @@ export interface EndpointingConfig {
   ENDPOINTER_END_SILENCE_MS?: string;
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS?: string;
   ENDPOINTER_VAD_THRESHOLD?: string;
+  ENDPOINTER_ECHO_MARGIN_DB?: string;
 }
 
 const wholeMs = (min: number, max: number) =>
@@ -37,6 +40,16 @@ const schema = z.object({
   ENDPOINTER: z.enum(ENDPOINTERS, { message: `must be one of ${ENDPOINTERS.join(', ')}` }).default('energy'),
   ENDPOINTER_END_SILENCE_MS: wholeMs(100, 5_000).default(END_OF_UTTERANCE_SILENCE_MS),
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: wholeMs(60, 5_000).default(COMPLETE_ANSWER_SILENCE_MS),
+  ENDPOINTER_ECHO_MARGIN_DB: z
+    .string()
+    .default(String(ECHO_MARGIN_DB))
+    .transform((value, ctx) => {
+      if (value === 'off') return null;
+      const db = Number(value);
+      if (Number.isFinite(db) && db >= 6 && db <= 60) return db;
+      ctx.addIssue({ code: 'custom', message: 'must be a number of dB from 6 to 60, or off' });
+      return z.NEVER;
+    }),
   ENDPOINTER_VAD_THRESHOLD: z.coerce.number({ message: 'must be a number' }).gt(0.15, 'must be above 0.15').lt(1, 'must be below 1').default(DEFAULT_VOICE_ENDPOINTER_SETTINGS.threshold),
 });
 
@@ -70,6 +83,8 @@ export function endpointingSettings(config: EndpointingConfig): EndpointingSetti
 export interface Endpointing {
   readonly kind: EndpointerKind;
   readonly settings: EndpointingSettings;
+  /** The conversation engine's echo margin (null: no echo gate). */
+  readonly echoMarginDb: number | null;
   /** A new endpointer for one call (after warmUp for silero). */
   create(): SpeechEndpointer;
   /** Loads the voice-activity model (nothing for energy); a SpeechConfigError naming ENDPOINTER when it cannot. */
@@ -105,6 +120,7 @@ export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
     return {
       kind: 'energy',
       settings,
+      echoMarginDb: settings.ENDPOINTER_ECHO_MARGIN_DB,
       create: () => new Endpointer(hangovers),
       warmUp: async () => undefined,
       close: async () => undefined,
@@ -118,6 +134,7 @@ export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
   return {
     kind: 'silero',
     settings,
+    echoMarginDb: settings.ENDPOINTER_ECHO_MARGIN_DB,
     create() {
       if (!loaded) throw new Error('the voice-activity model is not loaded yet (call warmUp first)');
       return new VoiceEndpointer(loaded.classifier(), voiceSettings);

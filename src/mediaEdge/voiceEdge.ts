@@ -10,7 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { mediaEdgeTaskQueue, type AskCallerResult } from '../../workflows/contracts.js';
+import { mediaEdgeTaskQueue, type AskCallerResult, type EdgeSystemNotes } from '../../workflows/contracts.js';
+import type { SystemNote } from '../domain/calls.js';
 import type { Logger } from '../logging/logger.js';
 import { recordingKey } from '../recordings/keys.js';
 import type { RecordingStore } from '../recordings/store.js';
@@ -23,6 +24,8 @@ import type { ChannelCloseReason } from './media/channel.js';
 import { CallRecorder } from './recording/callRecorder.js';
 import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
 import { startConfiguredMediaEdge, type EstablishedCall, type MediaEdge, type MediaEdgeConfig } from './server.js';
+import { failoverNote } from './speech/fallbackEngines.js';
+import type { SpeechRecognizer, SpeechSynthesizer } from './speech/interfaces.js';
 import type { SpeechEngines } from './speech/speechEngines.js';
 
 export interface VoiceEdgeOptions {
@@ -56,14 +59,38 @@ const END_REASON_OF: Record<ChannelCloseReason, string | undefined> = {
   local_hangup: undefined,
 };
 
-/** The engine as the activities use it: an unintelligible utterance counts as silence (the workflow reprompts). */
-function conversationOf(engine: ConversationEngine): CallConversation {
+/**
+ * One call's speech engines: a cloud engine that fails the call is replaced by the offline
+ * one (speechEngines.ts), logged, and said in a `speech_engine` System Note that the call's
+ * next answer to the workflow carries (`takeNotes`). The workflow writes it with its own
+ * notes: the edge's ended-call note route (callEvents.ts) takes notes only once the call has
+ * ended, because the workflow's own note writes are positional.
+ */
+export function callSpeechOf(speech: SpeechEngines, log: Logger): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer; takeNotes: () => SystemNote[] } {
+  const notes: SystemNote[] = [];
+  const engines = speech.forCall((failover) => {
+    log.warn({ stage: failover.stage, failed: failover.failed, fallback: failover.fallback, error: failover.error }, 'speech engine failed: the offline engine takes over the call');
+    notes.push({ at: new Date().toISOString(), kind: 'speech_engine', text: failoverNote(failover), data: { stage: failover.stage, failed: failover.failed, fallback: failover.fallback } });
+  });
+  return { ...engines, takeNotes: () => notes.splice(0) };
+}
+
+/**
+ * The engine as the activities use it: an unintelligible utterance counts as silence (the
+ * workflow reprompts). Each answer carries the System Notes the call's speech engines left
+ * since the previous one (`takeNotes`), for the workflow to write.
+ */
+export function conversationOf(engine: ConversationEngine, takeNotes: () => SystemNote[]): CallConversation {
+  const withNotes = <T extends object>(answer: T): T & EdgeSystemNotes => {
+    const systemNotes = takeNotes();
+    return systemNotes.length > 0 ? { ...answer, systemNotes } : answer;
+  };
   return {
-    speak: (text, opts) => engine.speak(text, opts).then(({ interrupted, playedMs }) => ({ interrupted, playedMs })),
+    speak: (text, opts) => engine.speak(text, opts).then(({ interrupted, playedMs }) => withNotes({ interrupted, playedMs })),
     async ask(prompt, hint, opts): Promise<AskCallerResult> {
       const heard = await engine.ask(prompt, hint, opts);
-      if (heard.kind !== 'utterance' || heard.text.trim() === '') return { kind: 'silence' };
-      return { kind: 'utterance', text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt) };
+      if (heard.kind !== 'utterance' || heard.text.trim() === '') return withNotes({ kind: 'silence' as const });
+      return withNotes({ kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt) });
     },
   };
 }
@@ -86,10 +113,11 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
 
   const onCall = (call: EstablishedCall) => {
     const log = logger.child({ callId: call.callId, codec: call.codec });
-    const engine = new ConversationEngine({ channel: call.channel, synthesizer: speech.synthesizer, recognizer: speech.recognizer, endpointer: endpointing.create(), echoMarginDb: endpointing.echoMarginDb });
+    const callSpeech = callSpeechOf(speech, log);
+    const engine = new ConversationEngine({ channel: call.channel, synthesizer: callSpeech.synthesizer, recognizer: callSpeech.recognizer, endpointer: endpointing.create(), echoMarginDb: endpointing.echoMarginDb });
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
-    calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine), hangUp: () => call.hangUp() });
+    calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp() });
     log.info('call connected');
     void call.channel.closed.then(async (reason) => {
       engine.close();

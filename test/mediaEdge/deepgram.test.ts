@@ -60,6 +60,12 @@ describe('Deepgram live recognition', () => {
     assert.deepEqual(query.getAll('keywords'), ['sure', 'thing', 'yes', 'no']);
     assert.equal(query.getAll('keyterm').length, 0);
     assert.deepEqual(deepgramQuery('nova-3', { expect: 'free' }).getAll('keyterm'), []);
+    // A long phrase list is cut to 50 terms and 1000 characters, in order.
+    const many = Array.from({ length: 200 }, (_, i) => `customer number ${'x'.repeat(i % 7)} ${i}`);
+    const terms = deepgramQuery('nova-3', { expect: 'name', phrases: many }).getAll('keyterm');
+    assert.ok(terms.length > 10 && terms.length <= 50 && terms.join('').length <= 1000, `${terms.length} terms, ${terms.join('').length} characters`);
+    assert.equal(terms[0], 'customer number zero');
+    assert.ok(deepgramQuery('nova-2', { expect: 'name', phrases: many }).getAll('keywords').length <= 50);
   });
 
   it('audio written before the socket opens is sent once it does, in order', async () => {

@@ -30,6 +30,20 @@ export const DEEPGRAM_ENDPOINTING_MS = 300;
 export const DEEPGRAM_KEEPALIVE_MS = 4_000;
 /** Deepgram's keyterm budget is counted in tokens; a few dozen phrases is plenty for one answer. */
 export const DEEPGRAM_MAX_KEYTERMS = 50;
+/** And a bound on their length, so a long phrase list cannot make the URL huge (about 500 tokens is Deepgram's own limit). */
+export const DEEPGRAM_MAX_KEYTERM_CHARS = 1_000;
+
+/** The first terms that fit both bounds. */
+function boundedTerms(terms: string[]): string[] {
+  const kept: string[] = [];
+  let chars = 0;
+  for (const term of terms) {
+    if (kept.length >= DEEPGRAM_MAX_KEYTERMS || chars + term.length > DEEPGRAM_MAX_KEYTERM_CHARS) break;
+    kept.push(term);
+    chars += term.length;
+  }
+  return kept;
+}
 
 /** The wire format: what /v1/listen sends back (the fields the adapter reads). */
 export interface DeepgramResults {
@@ -84,11 +98,11 @@ export function deepgramQuery(model: string, hint: AnswerHint | undefined): URLS
   if (model.startsWith('nova-3')) {
     // Keyterm prompting takes whole phrases.
     const terms = [...new Set([...phrases.map((words) => words.join(' ')), ...(hint ? (EXPECT_WORDS[hint.expect] ?? []) : [])])];
-    for (const term of terms.slice(0, DEEPGRAM_MAX_KEYTERMS)) query.append('keyterm', term);
+    for (const term of boundedTerms(terms)) query.append('keyterm', term);
   } else {
     // Keyword boosting takes single words.
     const words = [...new Set([...phrases.flat(), ...(hint ? (EXPECT_WORDS[hint.expect] ?? []) : [])])];
-    for (const word of words.slice(0, DEEPGRAM_MAX_KEYTERMS)) query.append('keywords', word);
+    for (const word of boundedTerms(words)) query.append('keywords', word);
   }
   return query;
 }

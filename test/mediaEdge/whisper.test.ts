@@ -60,6 +60,8 @@ describe('whisper recognizer (real worker)', () => {
   it('recognises a sentence spoken by festival', async () => {
     const text = (await session(recognizer, await spoken('My name is John Smith.')).finish()).text;
     assert.equal(text, 'my name is john smith');
+    assert.equal(recognizer.pool.stats.recognised, 1);
+    assert.ok(recognizer.pool.stats.cpuMs > 0, 'the worker reports the CPU time the utterance took');
   });
 
   it('recognises a telephone-band caller (300-3400 Hz, 8 kHz mu-law round trip) and the digits reader reads the digits', async () => {
@@ -75,7 +77,7 @@ describe('whisper recognizer (real worker)', () => {
 
   it('a date answer is read by the date reader', async () => {
     const { text } = await session(recognizer, await spoken('April third, nineteen eighty five.'), { expect: 'date' }).finish();
-    assert.match(extractAnswer(text, 'date'), /^april (3rd|third),? 1985$/i, text);
+    assert.match(extractAnswer(text, 'date'), /^april (3|3rd|third),? 1985$/i, text);
   });
 
   it('silence is recognised as nothing', async () => {

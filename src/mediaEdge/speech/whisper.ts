@@ -122,6 +122,7 @@ class WhisperWorker {
     python: string,
     args: string[],
     private readonly onAnswer: (worker: WhisperWorker) => void,
+    private readonly onRecognised: (ms: number, cpuMs: number) => void,
     onExit: (worker: WhisperWorker, reason: string) => void,
   ) {
     // spawns: python
@@ -175,7 +176,7 @@ class WhisperWorker {
   }
 
   private answer(line: string, onReady: () => void): void {
-    let message: { ready?: boolean; text?: string; error?: string };
+    let message: { ready?: boolean; text?: string; error?: string; ms?: number; cpu_ms?: number };
     try {
       message = JSON.parse(line) as typeof message;
     } catch {
@@ -191,7 +192,10 @@ class WhisperWorker {
     this.job = undefined;
     if (job) {
       if (typeof message.error === 'string') job.reject(new WhisperWorkerError(`whisper worker failed the utterance: ${message.error}`));
-      else job.resolve(typeof message.text === 'string' ? message.text : '');
+      else {
+        this.onRecognised(message.ms ?? 0, message.cpu_ms ?? 0);
+        job.resolve(typeof message.text === 'string' ? message.text : '');
+      }
     }
     this.onAnswer(this);
   }
@@ -212,8 +216,11 @@ export class WhisperPool {
   /** Consecutive start failures per worker slot (the restart delay grows with them). */
   private readonly failures: number[];
   private lastStartError: Error | undefined;
-  /** Utterances answered busy, worker restarts, the most utterances waiting at once. */
-  readonly stats = { refused: 0, restarts: 0, peakQueued: 0 };
+  /**
+   * Utterances answered busy, worker restarts, the most utterances waiting at once; and of
+   * the utterances recognised, their count, the workers' wall and CPU time in total (ms).
+   */
+  readonly stats = { refused: 0, restarts: 0, peakQueued: 0, recognised: 0, workerMs: 0, cpuMs: 0 };
 
   constructor(
     private readonly python: string,
@@ -303,6 +310,11 @@ export class WhisperPool {
       this.python,
       this.args,
       () => this.dispatch(),
+      (ms, cpuMs) => {
+        this.stats.recognised++;
+        this.stats.workerMs += ms;
+        this.stats.cpuMs += cpuMs;
+      },
       (w, reason) => this.workerExited(slot, w, reason),
     );
     worker.readyOrFailed.then(

@@ -11,7 +11,8 @@ Framing (docs/speech.md, "Whisper"):
                       {"id": <int>, "prompt": <str or null>, "pcm_bytes": <int>},
                       then pcm_bytes bytes of 16 kHz mono signed 16-bit little-endian PCM
   answer, on stdout:  one line of JSON per request, in order:
-                      {"id": <int>, "text": <str>, "ms": <float>}  or  {"id": <int>, "error": <str>}
+                      {"id": <int>, "text": <str>, "ms": <float>, "cpu_ms": <float>}
+                      or  {"id": <int>, "error": <str>}
   once loaded:        {"ready": true, "load_ms": <float>} before any answer
 A malformed frame ends the process (exit 2): the framing cannot be resynchronised.
 
@@ -113,10 +114,16 @@ def main():
             raise FramingError(f"pcm_bytes {pcm_bytes} (an even number up to {MAX_PCM_BYTES})")
         pcm = read_exact(stdin, pcm_bytes) if pcm_bytes else b""
         began = time.monotonic()
+        began_cpu = time.process_time()
         try:
             audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
             text = transcribe(audio, request.get("prompt")) if audio.size >= MIN_SAMPLES else ""
-            answer = {"id": request.get("id"), "text": text, "ms": round((time.monotonic() - began) * 1000, 1)}
+            answer = {
+                "id": request.get("id"),
+                "text": text,
+                "ms": round((time.monotonic() - began) * 1000, 1),
+                "cpu_ms": round((time.process_time() - began_cpu) * 1000, 1),
+            }
         except Exception as err:  # one bad utterance must not end the worker
             answer = {"id": request.get("id"), "error": f"{type(err).__name__}: {err}"}
         answers.write(json.dumps(answer) + "\n")

@@ -578,7 +578,8 @@ function ensureSpeechVenv() {
   // Packages a previous run installed stay (a different pin of the same package gives way to the wanted one).
   const nameOf = (requirement) => requirement.split('==')[0].toLowerCase();
   const keep = fresh ? [] : before.filter((p) => !wanted.some((w) => nameOf(w) === nameOf(p)) && Object.values(SPEECH_ENGINE_PACKAGES).some((e) => e.packages.includes(p)));
-  const all = [...wanted, ...keep];
+  // Engines may pin the same package (onnxruntime, numpy): each requirement goes to pip once.
+  const all = [...new Set([...wanted, ...keep])];
   if (fresh) {
     rmSync(SPEECH_VENV, { recursive: true, force: true });
     log(`python3 -m venv ${SPEECH_VENV_PATH} (one-time)…`);

@@ -177,8 +177,8 @@ test('the limits come from the environment with their defaults; a bad value stop
   const config = loadMediaEdgeConfig(secret);
   assert.equal(config.MEDIA_EDGE_MAX_SOCKETS, 1000);
   assert.equal(config.MEDIA_EDGE_MAX_SOCKETS_PER_ADDRESS, 32);
-  assert.equal(config.MEDIA_EDGE_ADMISSIONS_PER_ADDRESS_PER_MINUTE, 60);
-  assert.equal(config.MEDIA_EDGE_MAX_FAILED_ADMISSIONS_PER_ADDRESS, 30);
+  assert.equal(config.MEDIA_EDGE_ADMISSIONS_PER_ADDRESS_PER_MINUTE, 120);
+  assert.equal(config.MEDIA_EDGE_MAX_FAILED_ADMISSIONS_PER_ADDRESS, 100);
   assert.equal(config.MEDIA_EDGE_FAILED_ADMISSIONS_WINDOW_SECONDS, 600);
   assert.equal(config.MEDIA_EDGE_SEND_BUDGET_BYTES, 128 * 1024);
   assert.equal(config.MEDIA_EDGE_SIP_MAX_HEADERS, 128);

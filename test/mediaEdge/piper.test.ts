@@ -14,7 +14,7 @@ import { dbfs } from '../../src/mediaEdge/audio/level.js';
 import { PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
 import { piperSettings } from '../../src/mediaEdge/speech/piperConfig.js';
 import { SynthesisQueueFullError } from '../../src/mediaEdge/speech/sentenceRendering.js';
-import { SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
 import { speechVenvPython } from '../../src/mediaEdge/speech/speechVenv.js';
 import { WhisperRecognizer } from '../../src/mediaEdge/speech/whisper.js';
 import { overTelephone } from '../support/telephoneBand.js';
@@ -191,5 +191,22 @@ describe('piper at start-up', () => {
     writeFileSync(`${voice}.json`, '{}');
     const settings = piperSettings({ PIPER_VOICE_MODEL: voice, PIPER_THREADS: '2', PIPER_MAX_QUEUED_PER_CALL: '3' }, true, fail);
     assert.deepEqual(settings, { python: PYTHON, threads: 2, maxQueuedPerCall: 3, model: voice });
+  });
+
+  it('TTS_PROVIDER=piper makes the piper synthesizer; a voice the worker cannot load stops start-up at warm-up, naming TTS_PROVIDER', async () => {
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper' });
+    assert.equal(engines.synthesizer.name, 'piper');
+    await engines.close();
+    assert.throws(() => createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_THREADS: 'two' }), /SpeechConfigError: PIPER_THREADS must be a number \(got "two"\)/);
+    // The files are there, but they are not a voice: the worker exits and warm-up says why.
+    const voice = path.join(dir, 'broken.onnx');
+    writeFileSync(voice, 'not a voice');
+    writeFileSync(`${voice}.json`, '{}');
+    const broken = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_VOICE_MODEL: voice });
+    try {
+      await assert.rejects(broken.warmUp(), (err: Error) => err instanceof SpeechConfigError && /^TTS_PROVIDER=piper does not work: piper worker exited \(code 1\)/.test(err.message));
+    } finally {
+      await broken.close();
+    }
   });
 });

@@ -371,7 +371,7 @@ describe('engine choice at start-up', () => {
   });
 
   it('a bad value or a missing program stops start-up naming the variable', () => {
-    assert.throws(() => createSpeechEngines({ TTS_PROVIDER: 'polly' }), (err: Error) => err instanceof SpeechConfigError && /^TTS_PROVIDER must be one of festival, espeak \(got "polly"\)/.test(err.message));
+    assert.throws(() => createSpeechEngines({ TTS_PROVIDER: 'polly' }), (err: Error) => err instanceof SpeechConfigError && /^TTS_PROVIDER must be one of festival, espeak, piper \(got "polly"\)/.test(err.message));
     assert.throws(() => createSpeechEngines({ STT_PROVIDER: 'kaldi' }), /SpeechConfigError: STT_PROVIDER must be one of pocketsphinx, whisper/);
     assert.throws(() => createSpeechEngines({}, (name) => (name === 'festival' ? undefined : `/usr/bin/${name}`)), /SpeechConfigError: TTS_PROVIDER=festival needs the program festival/);
     assert.throws(() => createSpeechEngines({}, (name) => (name === 'pocketsphinx_continuous' ? undefined : `/usr/bin/${name}`)), /SpeechConfigError: STT_PROVIDER=pocketsphinx needs the program pocketsphinx_continuous/);

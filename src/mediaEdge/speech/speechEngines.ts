@@ -1,6 +1,7 @@
 /**
  * Choosing the speech engines from configuration, checked at start-up: TTS_PROVIDER
- * (`festival`, the default, or `espeak`) and STT_PROVIDER (`pocketsphinx`, the default),
+ * (`festival`, the default, `espeak`, or `piper`: settings in piperConfig.ts) and
+ * STT_PROVIDER (`pocketsphinx`, the default),
  * and the engines' limits (FESTIVAL_MAX_QUEUED_PER_CALL, POCKETSPHINX_MAX_PROCESSES,
  * POCKETSPHINX_MAX_WAIT_MS). A bad value, or an engine whose program or model is not
  * installed, stops start-up with an error naming the variable. The cloud engines
@@ -15,6 +16,8 @@ import { findExecutable } from './engineProcess.js';
 import { CLOUD_STT_PROVIDERS, CLOUD_TTS_PROVIDERS, createCloudSpeechEngines, type CloudSpeechConfig } from './cloudSpeechConfig.js';
 import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from './fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
+import { PiperSynthesizer } from './piper.js';
+import { piperSettings } from './piperConfig.js';
 import { WhisperRecognizer } from './whisper.js';
 import { whisperSettings } from './whisperConfig.js';
 import {
@@ -25,7 +28,7 @@ import {
   pocketsphinxModelFiles,
 } from './pocketsphinx.js';
 
-export const TTS_PROVIDERS = ['festival', 'espeak'] as const;
+export const TTS_PROVIDERS = ['festival', 'espeak', 'piper'] as const;
 export const STT_PROVIDERS = ['pocketsphinx', 'whisper'] as const;
 export type TtsProvider = (typeof TTS_PROVIDERS)[number];
 export type SttProvider = (typeof STT_PROVIDERS)[number];
@@ -41,6 +44,9 @@ export interface SpeechEnginesConfig extends CloudSpeechConfig {
   WHISPER_MAX_QUEUED?: string;
   WHISPER_THREADS?: string;
   WHISPER_PROMPT?: string;
+  PIPER_THREADS?: string;
+  PIPER_MAX_QUEUED_PER_CALL?: string;
+  PIPER_VOICE_MODEL?: string;
 }
 
 const wholeNumber = (min: number, max: number) =>
@@ -135,20 +141,31 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const whisper = whisperSettings(config, stt === 'whisper', (variable, message) => {
     throw new SpeechConfigError(variable, message);
   });
+  const piper = piperSettings(config, tts === 'piper', (variable, message) => {
+    throw new SpeechConfigError(variable, message);
+  });
   const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, (variable, message) => {
     throw new SpeechConfigError(variable, message);
   });
 
   // Everything is checked before anything is started.
+  // Piper runs in the speech venv, which piperSettings checked.
   const ttsBinary =
     tts === 'festival'
       ? requireProgram(lookUp, 'TTS_PROVIDER', ttsCloud ?? tts, 'festival', 'festival festvox-kallpc16k')
-      : requireProgram(lookUp, 'TTS_PROVIDER', tts, 'espeak-ng', 'espeak-ng');
+      : tts === 'espeak'
+        ? requireProgram(lookUp, 'TTS_PROVIDER', tts, 'espeak-ng', 'espeak-ng')
+        : undefined;
   const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', sttCloud ?? stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
   for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', sttCloud ?? stt, file, 'pocketsphinx-en-us');
 
+  // Piper's worker is started on warm-up (or its first line), not here.
   const synthesizer: SpeechSynthesizer =
-    tts === 'festival' ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL }) : new EspeakSynthesizer({ binary: ttsBinary });
+    tts === 'festival'
+      ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL })
+      : tts === 'espeak'
+        ? new EspeakSynthesizer({ binary: ttsBinary })
+        : new PiperSynthesizer(piper);
   // Whisper is started on warm-up (or its first utterance), not here.
   const recognizer: SpeechRecognizer =
     stt === 'whisper'

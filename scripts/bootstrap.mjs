@@ -27,6 +27,7 @@ import http2 from 'node:http2';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './freePort.mjs';
+import { missingLockedPackages } from './npmTree.mjs';
 import { SPEECH_ENGINE_PACKAGES, SPEECH_VENV_PATH, speechEnginesFor } from './speechPackages.mjs';
 import { missingPackages, toolsFor } from './systemTools.mjs';
 
@@ -245,13 +246,20 @@ function installedTreeMatches(lockText) {
 
 function ensureNpmDependencies() {
   const { lock, stamp } = npmWanted();
-  if (readText(NPM_STAMP) === stamp && existsSync(path.join(NODE_MODULES, '.package-lock.json'))) return 'cached';
-  if (existsSync(NODE_MODULES) && installedTreeMatches(lock)) {
+  // A package folder deleted since the install leaves npm's record as it was: look at the folders too.
+  const missing = () => missingLockedPackages(ROOT, lock);
+  const present = () => existsSync(NODE_MODULES) && missing().length === 0;
+  if (readText(NPM_STAMP) === stamp && existsSync(path.join(NODE_MODULES, '.package-lock.json')) && present()) return 'cached';
+  if (existsSync(NODE_MODULES) && installedTreeMatches(lock) && present()) {
     writeFileSync(NPM_STAMP, stamp);
     return 'adopted';
   }
   acquireLock();
-  if (readText(NPM_STAMP) === stamp) return 'cached';
+  if (readText(NPM_STAMP) === stamp && present()) return 'cached';
+  if (existsSync(NODE_MODULES)) {
+    const gone = missing();
+    if (gone.length > 0) log(`node_modules lacks ${gone.slice(0, 5).join(', ')}${gone.length > 5 ? ` and ${gone.length - 5} more` : ''}`);
+  }
   log('npm ci (node_modules missing or out of date with package-lock.json)…');
   // Use the npm that is running us when we were started by `npm start` / `npm test`.
   const npmCli = process.env.npm_execpath && /npm-cli\.js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : undefined;

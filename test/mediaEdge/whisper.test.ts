@@ -109,13 +109,15 @@ describe('whisper recognizer (real worker)', () => {
     await first;
   });
 
-  it('a worker killed mid-utterance fails that utterance with an error, is restarted, and recognises the next', async () => {
+  it('a worker killed mid-utterance: that utterance is answered busy (the step asks again), the worker is restarted and recognises the next', async () => {
     const [pid] = recognizer.pool.pids;
     assert.ok(pid);
     const audio = await spoken('My name is John Smith.');
     const dying = session(recognizer, audio).finish();
     process.kill(pid, 'SIGKILL');
-    await assert.rejects(dying, (err: Error) => err instanceof WhisperWorkerError && /exited \(SIGKILL\)/.test(err.message));
+    assert.deepEqual(await dying, { text: '', busy: true });
+    assert.equal(recognizer.pool.stats.failed, 1);
+    assert.match(recognizer.pool.stats.lastFailure, /whisper worker exited \(SIGKILL\)/);
     await until(() => recognizer.pool.pids[0] !== undefined && recognizer.pool.pids[0] !== pid);
     assert.equal(recognizer.pool.stats.restarts, 1);
     const next: Transcript = await session(recognizer, audio).finish();
@@ -124,11 +126,12 @@ describe('whisper recognizer (real worker)', () => {
 });
 
 describe('whisper worker that cannot start', () => {
-  it('warmUp names the failure, and an utterance fails instead of waiting', async () => {
+  it('warmUp names the failure, and an utterance is answered busy instead of waiting', async () => {
     const broken = new WhisperRecognizer({ python: PYTHON, workerArgs: ['--model', '/nonexistent/whisper-model'] });
     try {
       await assert.rejects(broken.warmUp(), (err: Error) => err instanceof WhisperWorkerError && /exited \(code 1\)/.test(err.message));
-      await assert.rejects(session(broken, new Int16Array(SAMPLE_RATE)).finish(), WhisperWorkerError);
+      assert.deepEqual(await session(broken, new Int16Array(SAMPLE_RATE)).finish(), { text: '', busy: true });
+      assert.match(broken.pool.stats.lastFailure, /whisper worker exited \(code 1\)/);
     } finally {
       await broken.close();
     }

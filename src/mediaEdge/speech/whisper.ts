@@ -10,9 +10,11 @@
  * for the next free worker; at most WHISPER_MAX_QUEUED wait beyond those being recognised,
  * and an utterance over that bound is answered busy with no text at once (the conversation
  * engine hears it as nothing heard; the workflow asks again). A worker that dies fails the
- * utterance it held (finish() rejects, which the call's fallback or activity retry
- * handles) and is started again; while no worker can start, queued utterances fail rather
- * than wait.
+ * utterance it held and is started again; while no worker can start, queued utterances
+ * fail rather than wait. A failed utterance is answered busy too, not with an error: an
+ * error would end the call (the edge's activity fails and the call ends as dropout), where
+ * busy loses one answer and the step asks again. The pool's `stats` count the failures and
+ * keep the last one.
  *
  * Framing of the pipe: whisper_worker.py's docstring and docs/speech.md, "Whisper".
  */
@@ -217,10 +219,11 @@ export class WhisperPool {
   private readonly failures: number[];
   private lastStartError: Error | undefined;
   /**
-   * Utterances answered busy, worker restarts, the most utterances waiting at once; and of
-   * the utterances recognised, their count, the workers' wall and CPU time in total (ms).
+   * Utterances answered busy for a full queue, worker restarts, the most utterances waiting
+   * at once; of the utterances recognised, their count, the workers' wall and CPU time in
+   * total (ms); utterances a worker failed (it died on them, or none could start) and the last reason.
    */
-  readonly stats = { refused: 0, restarts: 0, peakQueued: 0, recognised: 0, workerMs: 0, cpuMs: 0 };
+  readonly stats = { refused: 0, restarts: 0, peakQueued: 0, recognised: 0, workerMs: 0, cpuMs: 0, failed: 0, lastFailure: '' };
 
   constructor(
     private readonly python: string,
@@ -289,6 +292,12 @@ export class WhisperPool {
         this.failQueued(this.lastStartError ?? new WhisperWorkerError('no whisper worker is running'));
       }
     });
+  }
+
+  /** Counts an utterance a worker failed. */
+  noteFailure(err: Error): void {
+    this.stats.failed++;
+    this.stats.lastFailure = err.message;
   }
 
   async close(): Promise<void> {
@@ -450,7 +459,13 @@ class WhisperSession implements RecognitionSession {
     try {
       const pending = this.pool.recognise(pcm, this.prompt, this.aborter.signal);
       if (!pending) return { text: '', busy: true };
-      return { text: normaliseWhisperText(await pending) };
+      try {
+        return { text: normaliseWhisperText(await pending) };
+      } catch (err) {
+        if (!(err instanceof WhisperWorkerError)) throw err; // aborted
+        this.pool.noteFailure(err);
+        return { text: '', busy: true };
+      }
     } finally {
       this.onDone();
     }

@@ -1,9 +1,11 @@
 // The Piper synthesizer against its real worker process (the speech venv's python and
 // piper_worker.py with the bundled en_US-joe-medium voice): speech at the channel's rate,
 // sentence-by-sentence streaming, kept sentences, the per-call cap, a killed worker started
-// again, Whisper hearing what it says, and the start-up checks that name a missing engine. One synthesizer serves the
+// again, Whisper hearing what it says, the worker's framing, and the start-up checks that name
+// a missing engine. One synthesizer serves the
 // whole file (the voice loads once, and once more after the kill).
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { dbfs } from '../../src/mediaEdge/audio/level.js';
-import { PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
+import { PIPER_WORKER_SCRIPT, PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
 import { piperSettings } from '../../src/mediaEdge/speech/piperConfig.js';
 import { SynthesisQueueFullError } from '../../src/mediaEdge/speech/sentenceRendering.js';
 import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
@@ -139,6 +141,64 @@ describe('piper synthesizer (real worker)', () => {
     assert.notEqual(piper.pid, pid);
     assert.ok((frames.length * FRAME_SAMPLES) / SAMPLE_RATE > 2, `${frames.length} frames`);
     assert.ok((await collect(piper, 'Still here after the restart.')).length > 20);
+  });
+});
+
+describe('piper worker framing', () => {
+  /** Reads answer frames (type byte, uint32-LE length, payload) from the worker's stdout. */
+  function frameReader(child: ChildProcessWithoutNullStreams): () => Promise<{ kind: string; payload: Buffer }> {
+    let buffer = Buffer.alloc(0);
+    let wake: (() => void) | undefined;
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      wake?.();
+    });
+    child.once('close', () => wake?.());
+    return async () => {
+      while (buffer.length < 5 || buffer.length < 5 + buffer.readUInt32LE(1)) {
+        if (child.exitCode !== null) throw new Error(`worker exited (${child.exitCode})`);
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+      const size = buffer.readUInt32LE(1);
+      const frame = { kind: String.fromCharCode(buffer[0]), payload: buffer.subarray(5, 5 + size) };
+      buffer = buffer.subarray(5 + size);
+      return frame;
+    };
+  }
+  const request = (text: string) => {
+    const body = Buffer.from(text, 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(body.length, 0);
+    return Buffer.concat([length, body]);
+  };
+
+  it('ready first; a sentence per audio frame, then an empty end frame; an empty line is just the end; a malformed request ends it with exit 2', async () => {
+    const child = spawn(PYTHON, [PIPER_WORKER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    try {
+      const next = frameReader(child);
+      const ready = await next();
+      assert.equal(ready.kind, 'r');
+      assert.equal((JSON.parse(ready.payload.toString()) as { sample_rate: number }).sample_rate, 22050);
+      child.stdin.write(request('Good morning. Thank you for calling.'));
+      const first = await next();
+      const second = await next();
+      const end = await next();
+      assert.deepEqual([first.kind, second.kind, end.kind], ['a', 'a', 'e']);
+      // Piper's two sentences, each at least a third of a second at 22.05 kHz, 16-bit.
+      assert.ok(first.payload.length > 0.3 * 22050 * 2 && second.payload.length > 0.3 * 22050 * 2);
+      assert.equal(end.payload.length, 0);
+      child.stdin.write(request(''));
+      assert.deepEqual(await next(), { kind: 'e', payload: Buffer.alloc(0) });
+      // A length no line has: the stream cannot be trusted after it.
+      child.stdin.write(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+      assert.equal(await exited, 2);
+      assert.match(stderr, /piper_worker: a line of 4294967295 bytes/);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
 

@@ -1,9 +1,9 @@
 // The Piper synthesizer against its real worker process (the speech venv's python and
 // piper_worker.py with the bundled en_US-joe-medium voice): speech at the channel's rate,
-// sentence-by-sentence streaming, kept sentences, the per-call cap, a killed worker started
-// again, Whisper hearing what it says, the worker's framing, and the start-up checks that name
-// a missing engine. One synthesizer serves the
-// whole file (the voice loads once, and once more after the kill).
+// Whisper hearing what it says, sentence-by-sentence streaming, kept sentences, the per-call
+// cap, a killed worker started again, the worker's framing, and the start-up checks that
+// name a missing engine. One synthesizer serves the synthesizer tests (the voice loads once,
+// and once more after the kill); the framing test runs a worker of its own.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

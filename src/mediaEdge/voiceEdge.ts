@@ -114,7 +114,16 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   const onCall = (call: EstablishedCall) => {
     const log = logger.child({ callId: call.callId, codec: call.codec });
     const callSpeech = callSpeechOf(speech, log);
-    const engine = new ConversationEngine({ channel: call.channel, synthesizer: callSpeech.synthesizer, recognizer: callSpeech.recognizer, endpointer: endpointing.create(), echoMarginDb: endpointing.echoMarginDb });
+    const engine = new ConversationEngine({
+      channel: call.channel,
+      synthesizer: callSpeech.synthesizer,
+      recognizer: callSpeech.recognizer,
+      endpointer: endpointing.create(),
+      // The energy endpointer a failed voice-activity model leaves the call to keeps the configured hangovers.
+      endpointing: { endSilenceMs: endpointing.settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: endpointing.settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS },
+      onEndpointerError: (err) => log.warn({ err }, 'voice-activity endpointer failed: energy endpointing for the rest of the call'),
+      echoMarginDb: endpointing.echoMarginDb,
+    });
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
     calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp() });

@@ -244,6 +244,44 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.ok(talkedOver.agentFrames < 30 + 25, `${talkedOver.agentFrames - 30} agent frames after the caller started`);
   });
 
+  it('a voice-activity model that fails during a call leaves it to the energy endpointer: the caller is still heard', async () => {
+    /** Listens while the caller speaks from 1 s on; the model fails at window `failAt`. */
+    const heardWith = async (failAt: number) => {
+      const classifier = model.classifier();
+      let windows = 0;
+      const failing = { speechProbability: (window: Int16Array) => (++windows >= failAt ? Promise.reject(new Error('model gone')) : classifier.speechProbability(window)) };
+      const channel = new LoopbackChannel({ backgroundDbfs: -65 });
+      const errors: Error[] = [];
+      const engine = new ConversationEngine({
+        channel,
+        synthesizer: quietPrompt,
+        recognizer: new PartialTextRecognizer('yes that is correct', 1_000_000),
+        endpointer: new VoiceEndpointer(failing),
+        onEndpointerError: (err) => errors.push(err),
+        now: () => channel.ticks * FRAME_MS,
+      });
+      try {
+        const listening = engine.listen({ hint: { expect: 'yes_no' }, timeoutMs: 5000 });
+        void channel.callerSays(onLine(await spoken('Yes, that is correct.'), 1000, 1000));
+        const result = await listening;
+        return { result, errors, endpointer: engine.endpointer };
+      } finally {
+        engine.close();
+        channel.close();
+      }
+    };
+    // Before the caller speaks (window 20: 640 ms): the energy endpointer finds the utterance.
+    const before = await heardWith(20);
+    assert.equal(before.result.kind, 'utterance');
+    assert.equal(before.errors.length, 1);
+    assert.equal(before.errors[0].message, 'model gone');
+    assert.ok(before.endpointer instanceof Endpointer);
+    // In the middle of the answer (window 40: 1280 ms): the utterance ends there and is recognised.
+    const during = await heardWith(40);
+    assert.ok(during.result.kind === 'utterance', 'heard an utterance');
+    assertNear(during.result.speechEndedAt, 40 * 32, 60, 'the utterance ends where the model failed');
+  });
+
   it('settings: energy by default, silero by ENDPOINTER, hangovers configurable, bad values named', async () => {
     assert.equal(createEndpointing({}).kind, 'energy');
     assert.equal(createEndpointing({}).echoMarginDb, 25);

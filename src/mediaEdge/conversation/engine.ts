@@ -54,6 +54,8 @@ export interface ConversationEngineOptions {
   endpointing?: Partial<EndpointerSettings>;
   /** This call's endpointer (the voice-activity one); when absent, an energy endpointer with `endpointing`. */
   endpointer?: SpeechEndpointer;
+  /** The voice-activity endpointer failed (its model threw): the call goes on with an energy endpointer. */
+  onEndpointerError?: (err: Error) => void;
   /** Voice this many dB below the agent's level while it speaks is echo (default ECHO_MARGIN_DB); null hears all voice as the caller. */
   echoMarginDb?: number | null;
   /** The clock of every time reported, in ms (default: epoch ms with sub-ms precision, monotonic). */
@@ -73,7 +75,10 @@ export class ConversationEngine {
   private readonly synthesizer: SpeechSynthesizer;
   private readonly recognizer: SpeechRecognizer;
   private readonly now: () => number;
-  readonly endpointer: SpeechEndpointer;
+  /** This call's endpointer; an energy one after the voice-activity one failed. */
+  endpointer: SpeechEndpointer;
+  private readonly energySettings: Partial<EndpointerSettings> | undefined;
+  private readonly onEndpointerError: ((err: Error) => void) | undefined;
   private readonly prerollFrames: number;
   private readonly recent: PcmFrame[] = [];
   /** The caller's current utterance so far, pre-roll included (empty outside speech). */
@@ -101,6 +106,8 @@ export class ConversationEngine {
     this.recognizer = options.recognizer;
     this.now = options.now ?? (() => performance.timeOrigin + performance.now());
     this.endpointer = options.endpointer ?? new Endpointer(options.endpointing);
+    this.energySettings = options.endpointing;
+    this.onEndpointerError = options.onEndpointerError;
     this.prerollFrames = Math.ceil((this.endpointer.speechStartMs + PREROLL_MS) / FRAME_MS);
     this.unsubscribeInbound = this.channel.onInbound((frame) => this.hear(frame));
     const echoMarginDb = options.echoMarginDb === undefined ? ECHO_MARGIN_DB : options.echoMarginDb;
@@ -240,8 +247,8 @@ export class ConversationEngine {
       let event: EndpointEvent | undefined;
       try {
         event = await decided;
-      } catch {
-        event = undefined; // a model that failed on one window: the frame counts as heard, undecided
+      } catch (err) {
+        event = this.fallBackToEnergy(err as Error, at);
       }
       this.take(frame, event, at);
       const next = this.backlog?.shift();
@@ -250,6 +257,16 @@ export class ConversationEngine {
       decided = Promise.resolve(this.endpointer.push(next.frame, next.at));
     }
     this.backlog = undefined;
+  }
+
+  /**
+   * The voice-activity endpointer failed: energy endpointing for the rest of the call, so
+   * the call never stops hearing the caller; an utterance under way ends here and is recognised.
+   */
+  private fallBackToEnergy(err: Error, at: number): EndpointEvent | undefined {
+    this.endpointer = new Endpointer(this.energySettings);
+    this.onEndpointerError?.(err);
+    return this.speaking ? { type: 'speech_end', at, detectedAt: at, reason: 'silence' } : undefined;
   }
 
   /** A frame whose endpointing is decided (`at`: when it arrived): the pre-roll, the utterance buffer, echo, and the listeners. */

@@ -80,10 +80,14 @@ describe('whisper recognizer (real worker)', () => {
     assert.match(extractAnswer(text, 'date'), /^april (3|3rd|third),? 1985$/i, text);
   });
 
-  it('silence is recognised as nothing', async () => {
-    const s = recognizer.start({ hint: { expect: 'free' } });
-    for (const frame of sliceFrames(new Int16Array(SAMPLE_RATE / 20))) s.write(frame);
-    assert.deepEqual(await s.finish(), { text: '' });
+  it('a blip too short for a word, and line noise with the yes/no prompt, are recognised as nothing', async () => {
+    const blip = recognizer.start({ hint: { expect: 'free' } });
+    for (const frame of sliceFrames(new Int16Array(SAMPLE_RATE / 20))) blip.write(frame);
+    assert.deepEqual(await blip.finish(), { text: '' });
+    // The prompt must not be heard in noise (a prompted Whisper can "hear" its prompt's words).
+    const noise = recognizer.start({ hint: { expect: 'yes_no' } });
+    for (const frame of sliceFrames(overTelephone(onLine(new Int16Array(SAMPLE_RATE), 0, 0, -30)))) noise.write(frame);
+    assert.deepEqual(await noise.finish(), { text: '' });
   });
 
   it('past the queue bound an utterance is answered busy at once, the others are recognised', async () => {

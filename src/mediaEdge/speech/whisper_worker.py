@@ -35,6 +35,13 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_PCM_BYTES = 2 * SAMPLE_RATE * 60
 # Shorter than this is no word: answered "" without running the model.
 MIN_SAMPLES = SAMPLE_RATE // 10
+# Tokens a second of speech can need (fast speech is about 5); bounds a decoding that loops.
+TOKENS_PER_SECOND = 8
+# What Whisper's own fallback rule calls a failed decoding: text this repetitive, or likely
+# silence decoded with low confidence. Such text is dropped, not answered.
+MAX_COMPRESSION_RATIO = 2.4
+NO_SPEECH_PROBABILITY = 0.6
+LOW_LOG_PROBABILITY = -1.0
 
 
 class FramingError(Exception):
@@ -88,8 +95,19 @@ def main():
             condition_on_previous_text=False,
             without_timestamps=True,
             vad_filter=False,
+            # One decoding: the fallback to higher temperatures decodes up to five more times,
+            # each to the length bound (a prompted decoding of line noise that loops on a
+            # prompt word took over a minute that way).
+            temperature=0.0,
+            max_new_tokens=min(200, max(16, int(audio.size / SAMPLE_RATE * TOKENS_PER_SECOND))),
         )
-        return " ".join(s.text.strip() for s in segments).strip()
+        kept = [
+            s
+            for s in segments
+            if s.compression_ratio <= MAX_COMPRESSION_RATIO
+            and not (s.no_speech_prob > NO_SPEECH_PROBABILITY and s.avg_logprob < LOW_LOG_PROBABILITY)
+        ]
+        return " ".join(s.text.strip() for s in kept).strip()
 
     # A first pass over silence allocates what the first caller would otherwise wait for.
     transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32), None)

@@ -90,7 +90,7 @@ class PiperWorker {
   private exitReason: string | undefined;
 
   constructor(python: string, args: string[]) {
-    // spawns: the speech venv's python running piper_worker.py
+    // spawns: python (the speech venv's, running piper_worker.py)
     this.child = spawn(python, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PYTHONUNBUFFERED: '1' } });
     this.child.stdin!.on('error', () => undefined); // a dead worker is reported by its exit
     let markReady!: () => void;

@@ -21,7 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
 import { joinFrames } from '../audio/frames.js';
-import { resample } from '../audio/resample.js';
+import { Resampler } from '../audio/resample.js';
 import { int16FromLittleEndian } from '../audio/wav.js';
 import { hasExited, stopProcess } from './engineProcess.js';
 import type { SpeechSynthesizer, SynthesisOptions } from './interfaces.js';
@@ -48,6 +48,26 @@ const PAUSES: SentencePauses = { leadInMs: 30, betweenMs: 200, tailMs: 150 };
 const PAD_MS = 250;
 /** Between the sentences Piper itself finds in one request ("Yes. Thank you."). */
 const SENTENCE_GAP_MS = 150;
+
+/** Input samples resampled between two turns of the event loop. */
+const RESAMPLE_SLICE = 4096;
+
+/**
+ * `samples` at the channel's rate, resampled a slice at a time with the event loop free in
+ * between: a sentence of several seconds takes tens of milliseconds on a busy machine, which
+ * in one piece would hold up the 20 ms pacing of every call's audio.
+ */
+async function resampleInSlices(samples: Int16Array, rate: number): Promise<Int16Array[]> {
+  if (rate === SAMPLE_RATE) return [samples];
+  const resampler = new Resampler(rate, SAMPLE_RATE);
+  const out: Int16Array[] = [];
+  for (let at = 0; at < samples.length; at += RESAMPLE_SLICE) {
+    out.push(resampler.push(samples.subarray(at, at + RESAMPLE_SLICE)));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  out.push(resampler.flush());
+  return out;
+}
 
 export interface PiperOptions {
   /** The speech venv's python. */
@@ -262,7 +282,11 @@ export class PiperSynthesizer implements SpeechSynthesizer {
       },
       async ({ sentences, rate }) => {
         const gap = new Int16Array(Math.round((SENTENCE_GAP_MS * SAMPLE_RATE) / 1000));
-        const parts = sentences.flatMap((samples, i) => [...(i > 0 ? [gap] : []), resample(samples, rate, SAMPLE_RATE)]);
+        const parts: Int16Array[] = [];
+        for (const [i, samples] of sentences.entries()) {
+          if (i > 0) parts.push(gap);
+          parts.push(...(await resampleInSlices(samples, rate)));
+        }
         parts.push(new Int16Array(Math.round((PAD_MS * SAMPLE_RATE) / 1000)));
         return joinFrames(parts);
       },

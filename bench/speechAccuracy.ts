@@ -217,6 +217,7 @@ async function runMatrix(results: Results, engines: EngineId[], bands: Band[], i
           const cpuSeconds = cpuNow() - cpuBefore;
           results.cpu.push({ engine: engineId, voice: group[0].voice, speed: group[0].speed, band, utterances: group.length, cpuSeconds });
           log(`matrix: ${engineId} ${band} ${group[0].voice} ${group[0].speed}: ${group.length} utterances in ${((now() - started) / 1000).toFixed(1)} s`);
+          saveResults(results);
         }
       }
       await runPaced(results, engineId, recognizer, items);
@@ -385,7 +386,23 @@ function recommend(results: Results, band: Band): Recommendation[] {
   return recommendations;
 }
 
-function report(results: Results): void {
+/**
+ * Only the utterances every engine heard (per expect): runs made with different --limit
+ * values are compared on the same words.
+ */
+function onCommonUtterances(results: Results): Results {
+  const common = new Map<BenchExpect, Set<string>>();
+  for (const expect of EXPECTS) {
+    const rows = results.recognitions.filter((r) => r.expect === expect);
+    const perEngine = ENGINE_IDS.map((e) => new Set(rows.filter((r) => r.engine === e).map((r) => r.id))).filter((ids) => ids.size > 0);
+    common.set(expect, new Set(perEngine.length ? [...perEngine[0]].filter((id) => perEngine.every((ids) => ids.has(id))) : []));
+  }
+  return { ...results, recognitions: results.recognitions.filter((r) => common.get(r.expect)!.has(r.id)) };
+}
+
+function report(all: Results): void {
+  const results = onCommonUtterances(all);
+  const dropped = all.recognitions.length - results.recognitions.length;
   const engines = ENGINE_IDS.filter((e) => results.recognitions.some((r) => r.engine === e));
   const bands = BANDS.filter((b) => results.recognitions.some((r) => r.band === b));
   const combos = [...new Set(results.recognitions.map((r) => `${r.voice}\u0000${r.speed}`))].map((k) => k.split('\u0000') as [string, Speed]);
@@ -394,6 +411,7 @@ function report(results: Results): void {
   out(`Speech accuracy (${results.startedAt}; ${results.machine.cpus} CPUs, load average ${results.machine.loadAverageAtStart.map((l) => l.toFixed(1)).join(' ')} at the start${results.machine.loadAverageAtEnd ? `, ${results.machine.loadAverageAtEnd.map((l) => l.toFixed(1)).join(' ')} at the end` : ''})`);
   out(`${utteranceCount} utterances; voices: ${Object.entries(results.voices).map(([v, s]) => `${v} (${s.normal}; fast: ${s.fast})`).join(', ')}`);
   for (const [what, why] of Object.entries(results.missing)) out(`not run: ${what}: ${why}`);
+  if (dropped > 0) out(`${dropped} recognitions of utterances not every engine heard are left out, so engines are compared on the same utterances.`);
   out('');
   out('Constrained answers: exact after the answer readers (extractAnswer, compared as Auth Check compares). Free speech: word error rate.');
   out('finish() → text: the utterance written whole, then finish() (p50 / p95 ms). CPU: this process and its children per utterance.');
@@ -518,6 +536,14 @@ function report(results: Results): void {
 
 // ---------- main ----------
 
+/** Writes the run's raw results so far (after each group too, so a run cut short keeps what it measured); returns the file. */
+function saveResults(results: Results): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = `${RESULTS_DIR}${results.startedAt.replace(/[:.]/g, '-')}.json`;
+  writeFileSync(file, JSON.stringify({ ...results, machine: { ...results.machine, loadAverageAtEnd: results.machine.loadAverageAtEnd ?? os.loadavg() } }));
+  return file;
+}
+
 /** Saved runs (comma-separated files), merged into one. */
 function loadResults(files: string): Results {
   const merged = files.split(',').map((f) => JSON.parse(readFileSync(f.trim(), 'utf8')) as Results);
@@ -582,7 +608,7 @@ async function main(): Promise<void> {
   if (calls > 0 && turns > 0 && bands.includes('telephone')) {
     const concurrency = { calls, turns, whisperWorkers: whisperWorkers ?? 1 };
     await runConcurrent(results, 'defaults', TODAYS_DEFAULTS, items, concurrency);
-    const recommended = Object.fromEntries(recommend(earlier ?? results, 'telephone').map((r) => [r.expect, r.engine])) as Record<BenchExpect, EngineId>;
+    const recommended = Object.fromEntries(recommend(onCommonUtterances(earlier ?? results), 'telephone').map((r) => [r.expect, r.engine])) as Record<BenchExpect, EngineId>;
     const covers = expects.every((e) => recommended[e]);
     if (covers && JSON.stringify(recommended) !== JSON.stringify(Object.fromEntries(expects.map((e) => [e, TODAYS_DEFAULTS[e]])))) {
       await runConcurrent(results, 'recommended', recommended, items, concurrency);
@@ -590,10 +616,7 @@ async function main(): Promise<void> {
   }
 
   results.machine.loadAverageAtEnd = os.loadavg();
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = `${RESULTS_DIR}${results.startedAt.replace(/[:.]/g, '-')}.json`;
-  writeFileSync(file, JSON.stringify(results));
-  log(`raw results: ${file}`);
+  log(`raw results: ${saveResults(results)}`);
   report(results);
 }
 

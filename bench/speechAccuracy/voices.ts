@@ -100,28 +100,34 @@ async function piperVoice(): Promise<BenchVoice | string> {
   const Synthesizer = loaded.PiperSynthesizer as SynthesizerClass | undefined;
   if (typeof Synthesizer !== 'function') return 'src/mediaEdge/speech/piper.ts exports no PiperSynthesizer';
   if (!existsSync(SPEECH_PYTHON)) return `the speech venv is missing (${SPEECH_PYTHON}; npm test installs it)`;
-  const engines: Record<Speed, SpeechSynthesizer> = {
-    normal: new Synthesizer({ python: SPEECH_PYTHON }),
-    fast: new Synthesizer({ python: SPEECH_PYTHON, script: PIPER_AT_LENGTH_SCALE }),
-  };
-  try {
-    await engines.normal.warmUp();
-    process.env.BENCH_PIPER_LENGTH_SCALE = String(PIPER_FAST_LENGTH_SCALE);
+  // Started on the first utterance not in the cache: a run from cached audio starts no worker.
+  let started: Promise<Record<Speed, SpeechSynthesizer>> | undefined;
+  const start = async () => {
+    const engines: Record<Speed, SpeechSynthesizer> = {
+      normal: new Synthesizer({ python: SPEECH_PYTHON }),
+      fast: new Synthesizer({ python: SPEECH_PYTHON, script: PIPER_AT_LENGTH_SCALE }),
+    };
     try {
-      await engines.fast.warmUp();
-    } finally {
-      delete process.env.BENCH_PIPER_LENGTH_SCALE;
+      await engines.normal.warmUp();
+      process.env.BENCH_PIPER_LENGTH_SCALE = String(PIPER_FAST_LENGTH_SCALE);
+      try {
+        await engines.fast.warmUp();
+      } finally {
+        delete process.env.BENCH_PIPER_LENGTH_SCALE;
+      }
+    } catch (err) {
+      await Promise.all([engines.normal.close(), engines.fast.close()]);
+      throw new Error(`Piper did not start: ${(err as Error).message}`);
     }
-  } catch (err) {
-    await Promise.all([engines.normal.close(), engines.fast.close()]);
-    return `Piper did not start: ${(err as Error).message}`;
-  }
+    return engines;
+  };
   return {
     name: 'piper',
     speeds: { normal: 'en_US-joe-medium, length scale 1', fast: `length scale ${PIPER_FAST_LENGTH_SCALE}` },
-    render: (text, speed) => collect(engines[speed], text),
+    render: async (text, speed) => collect((await (started ??= start()))[speed], text),
     close: async () => {
-      await Promise.all([engines.normal.close(), engines.fast.close()]);
+      const engines = await started?.catch(() => undefined);
+      if (engines) await Promise.all([engines.normal.close(), engines.fast.close()]);
     },
   };
 }

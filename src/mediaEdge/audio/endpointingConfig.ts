@@ -16,7 +16,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from 'zod';
 import { ECHO_MARGIN_DB } from '../conversation/echoGate.js';
-import { SpeechConfigError } from '../speech/speechEngines.js';
+import { SpeechConfigError, stopStartUp } from '../speech/speechEngines.js';
+import { readSpeechSettings } from '../speech/speechSettings.js';
 import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, type SpeechEndpointer } from './endpointing.js';
 import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
 import { DEFAULT_VOICE_ENDPOINTER_SETTINGS, VoiceEndpointer } from './voiceEndpointing.js';
@@ -57,19 +58,7 @@ export type EndpointingSettings = z.infer<typeof schema>;
 
 /** The settings from configuration (empty counts as unset); a SpeechConfigError names the first bad one. */
 export function endpointingSettings(config: EndpointingConfig): EndpointingSettings {
-  const given = Object.fromEntries(
-    (Object.keys(schema.shape) as (keyof EndpointingSettings)[]).flatMap((name) => {
-      const value = config[name]?.trim();
-      return value ? [[name, value]] : [];
-    }),
-  );
-  const parsed = schema.safeParse(given);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const variable = String(issue.path[0]);
-    throw new SpeechConfigError(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
-  }
-  const settings = parsed.data;
+  const settings = readSpeechSettings(schema, { ...config }, stopStartUp);
   if (settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS > settings.ENDPOINTER_END_SILENCE_MS) {
     throw new SpeechConfigError(
       'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS',

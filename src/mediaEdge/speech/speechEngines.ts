@@ -18,6 +18,7 @@ import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from '
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
 import { PiperSynthesizer } from './piper.js';
 import { piperSettings } from './piperConfig.js';
+import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSettings.js';
 import { WhisperRecognizer } from './whisper.js';
 import { whisperSettings } from './whisperConfig.js';
 import {
@@ -49,8 +50,6 @@ export interface SpeechEnginesConfig extends CloudSpeechConfig {
   PIPER_VOICE_MODEL?: string;
 }
 
-const wholeNumber = (min: number, max: number) =>
-  z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 
 /** The engines' limits; empty counts as unset. */
 const limitsSchema = z.object({
@@ -63,17 +62,7 @@ export type SpeechLimits = z.infer<typeof limitsSchema>;
 
 /** The limits from configuration; a SpeechConfigError names the first bad one. */
 export function speechLimits(config: SpeechEnginesConfig): SpeechLimits {
-  const given = Object.fromEntries(
-    (Object.keys(limitsSchema.shape) as (keyof SpeechLimits)[]).flatMap((name) => {
-      const value = config[name]?.trim();
-      return value ? [[name, value]] : [];
-    }),
-  );
-  const parsed = limitsSchema.safeParse(given);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const variable = String(issue.path[0]);
-  throw new SpeechConfigError(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
+  return readSpeechSettings(limitsSchema, { ...config }, stopStartUp);
 }
 
 /** A configuration or installation problem; the message starts with the variable. */
@@ -86,6 +75,11 @@ export class SpeechConfigError extends Error {
     this.name = 'SpeechConfigError';
   }
 }
+
+/** Stops start-up with a SpeechConfigError naming the variable. */
+export const stopStartUp: SettingFailure = (variable, message) => {
+  throw new SpeechConfigError(variable, message);
+};
 
 export interface SpeechEngines {
   synthesizer: SpeechSynthesizer;
@@ -138,15 +132,9 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const tts = ttsCloud ? TTS_PROVIDERS[0] : choose<TtsProvider>('TTS_PROVIDER', config.TTS_PROVIDER, TTS_PROVIDERS, CLOUD_TTS_PROVIDERS);
   const stt = sttCloud ? STT_PROVIDERS[0] : choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS, CLOUD_STT_PROVIDERS);
   const limits = speechLimits(config);
-  const whisper = whisperSettings(config, stt === 'whisper', (variable, message) => {
-    throw new SpeechConfigError(variable, message);
-  });
-  const piper = piperSettings(config, tts === 'piper', (variable, message) => {
-    throw new SpeechConfigError(variable, message);
-  });
-  const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, (variable, message) => {
-    throw new SpeechConfigError(variable, message);
-  });
+  const whisper = whisperSettings(config, stt === 'whisper', stopStartUp);
+  const piper = piperSettings(config, tts === 'piper', stopStartUp);
+  const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, stopStartUp);
 
   // Everything is checked before anything is started.
   // Piper runs in the speech venv, which piperSettings checked.

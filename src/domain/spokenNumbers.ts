@@ -30,14 +30,49 @@ function ordinalSuffix(n: number): string {
 }
 
 /**
+ * Words Whisper writes for a digit that are also ordinary words: "for five six", "one to
+ * three", "four oh five". They are digits only inside a digit string (below).
+ */
+const SOUND_ALIKE_DIGITS: Record<string, string> = { oh: '0', for: '4', to: '2', too: '2' };
+/** Words after which a digit string may start with a sound-alike ("my number is for 1 5 5"). */
+const DIGITS_LEAD_IN = new Set(['is', "it's", 'its']);
+
+/**
  * The digits said one by one ("one nine eight five", "1 9 8 5", "oh four"), as one string;
  * empty when the text holds none. Other words are ignored.
+ *
+ * "oh", "for", "to" and "too" are digits only where a digit string is being said: "oh" next
+ * to a digit with no punctuation between ("oh four", "four oh five"; not the "Oh," before
+ * an answer), "for"/"to"/"too" between digits, after a digit at the end of the answer, or
+ * before a digit at its start or after "is" ("for five six", "my number is for 1555"; not
+ * "the code for 1 2 3 4" nor "1 2 3 4 for the account").
  */
 export function spokenDigits(text: string): string {
+  // Words and numerals, with sentence punctuation kept as a break between them.
+  const tokens = text.toLowerCase().match(/[a-z0-9']+|[.,;:!?]/g) ?? [];
+  const isDigit = (token: string | undefined) => token !== undefined && (/^\d+$/.test(token) || (token in DIGIT_WORDS && token !== 'o' && token !== 'oh'));
+  const isWord = (token: string | undefined) => token !== undefined && /^[a-z0-9']/.test(token);
+  const counted: boolean[] = [];
   let digits = '';
-  for (const word of text.toLowerCase().split(/[^a-z0-9]+/)) {
-    if (/^\d+$/.test(word)) digits += word;
-    else if (word in DIGIT_WORDS && word !== 'o') digits += DIGIT_WORDS[word];
+  for (const [i, token] of tokens.entries()) {
+    let digit: string | undefined;
+    if (isDigit(token)) digit = /^\d+$/.test(token) ? token : DIGIT_WORDS[token];
+    else if (token in SOUND_ALIKE_DIGITS) {
+      const prev = tokens[i - 1];
+      const next = tokens[i + 1];
+      const afterDigit = counted[i - 1] === true;
+      const beforeDigit = isDigit(next);
+      // "eight oh oh two": a run of "oh" is read as a whole.
+      let afterOhs = i + 1;
+      while (tokens[afterOhs] === 'oh') afterOhs++;
+      const inString =
+        token === 'oh'
+          ? isDigit(tokens[afterOhs]) || (afterDigit && !isWord(tokens[afterOhs]))
+          : (afterDigit && (beforeDigit || !isWord(next))) || (beforeDigit && (prev === undefined || !isWord(prev) || DIGITS_LEAD_IN.has(prev)));
+      if (inString) digit = SOUND_ALIKE_DIGITS[token];
+    }
+    counted[i] = digit !== undefined;
+    if (digit !== undefined) digits += digit;
   }
   return digits;
 }
@@ -57,6 +92,13 @@ function readBelowHundred(words: string[], i: number): { value: number; used: nu
   return undefined;
 }
 
+/** A number below 100 as words or as a numeral ("twelve", "12"), for the rest of a number after its hundreds. */
+function readBelowHundredOrNumeral(words: string[], i: number): { value: number; used: number; ordinal: boolean } | undefined {
+  const w = words[i];
+  if (w !== undefined && /^\d{1,2}$/.test(w) && Number(w) > 0) return { value: Number(w), used: 1, ordinal: false };
+  return w === undefined ? undefined : readBelowHundred(words, i);
+}
+
 /**
  * Replaces spoken numbers with numerals: "april third nineteen eighty five" → "april 3rd
  * 1985", "two thousand and one" → "2001", "twenty twenty four" → "2024". Years said as two
@@ -67,6 +109,15 @@ export function spokenToNumerals(text: string): string {
   const out: string[] = [];
   let i = 0;
   while (i < words.length) {
+    // Hundreds or thousands as a numeral, the rest said after "and": "300 and 12" (Whisper's way of "three hundred and twelve").
+    if (/^\d+$/.test(words[i]) && Number(words[i]) >= 100 && Number(words[i]) % 100 === 0 && words[i + 1] === 'and') {
+      const rest = readBelowHundredOrNumeral(words, i + 2);
+      if (rest && !rest.ordinal) {
+        out.push(String(Number(words[i]) + rest.value));
+        i += 2 + rest.used;
+        continue;
+      }
+    }
     // A numeral with a scale word ("2 thousand", "5 hundred"), as Whisper writes some numbers.
     const numeralWithScale = /^\d{1,3}$/.test(words[i]) && (words[i + 1] === 'thousand' || words[i + 1] === 'hundred');
     const first = numeralWithScale ? { value: Number(words[i]), used: 1, ordinal: false } : readBelowHundred(words, i);
@@ -94,7 +145,7 @@ export function spokenToNumerals(text: string): string {
         }
       }
       if (words[j] === 'and') j++;
-      const rest = j < words.length ? readBelowHundred(words, j) : undefined;
+      const rest = readBelowHundredOrNumeral(words, j);
       if (rest && !rest.ordinal) {
         value += rest.value;
         j += rest.used;

@@ -64,3 +64,48 @@ describe('spokenToNumerals: thousands with hundreds after them', () => {
   for (const [text, expected] of rows) it(`"${text}" → "${expected}"`, () => assert.equal(spokenToNumerals(text), expected));
   it('a number answer of thousands and hundreds is read whole', () => assert.equal(extractAnswer('About one thousand two hundred.', 'number'), '1200'));
 });
+
+describe('what Whisper writes for each expect, and the words it is not', () => {
+  // Whisper writes sound-alike words for some digits, and numbers as "300 and 12"; found by bench/speechAccuracy.ts.
+  const accepted: Array<[string, Parameters<typeof extractAnswer>[1], string]> = [
+    ['for five six', 'digits', '456'],
+    ['5 for 6.', 'digits', '546'],
+    ['1 2 3 for.', 'digits', '1234'],
+    ['My number is for 1555-0199.', 'digits', '415550199'],
+    ['one to three', 'digits', '123'],
+    ['5 6 too.', 'digits', '562'],
+    ['To 9 4 6', 'digits', '2946'],
+    ['oh one two', 'digits', '012'],
+    ['four oh five', 'digits', '405'],
+    ['4 5 oh.', 'digits', '450'],
+    ['eight oh oh two', 'digits', '8002'],
+    ['About 300 and 12.', 'number', '312'],
+    ['three hundred and 12', 'number', '312'],
+    ['2 thousand and 12', 'number', '2012'],
+    ['100 and one', 'number', '101'],
+    ['The 3rd of April, 1985.', 'date', 'The 3rd of April, 1985'],
+    ['March the 21st, 1978', 'date', 'March the 21st, 1978'],
+    ['04/03/1985', 'date', '04/03/1985'],
+    ['Know.', 'yes_no', 'no'],
+  ];
+  for (const [text, kind, expected] of accepted) it(`"${text}" as ${kind} → "${expected}"`, () => assert.equal(extractAnswer(text, kind), expected));
+
+  // The same words where they are not digits: no digit is made of them.
+  const notDigits: Array<[string, Parameters<typeof extractAnswer>[1], string]> = [
+    ['Oh, 1 2 3 4.', 'digits', '1234'],
+    ['Oh it is 1 2 3 4', 'digits', '1234'],
+    ['The code for 1 2 3 4', 'digits', '1234'],
+    ['1 2 3 4 for the account', 'digits', '1234'],
+    ['I want to say 1 2 3', 'digits', '123'],
+    ['Too many: 5 6', 'digits', '56'],
+    ['300 and 12th', 'number', '300'],
+    ['I know.', 'yes_no', ''],
+    ['Know what, yes', 'yes_no', ''],
+  ];
+  for (const [text, kind, expected] of notDigits) it(`"${text}" as ${kind} → "${expected}" (not an answer made of filler)`, () => assert.equal(extractAnswer(text, kind), expected));
+
+  it('the digits of a partial answer count the same way (the short hangover waits for them)', () => {
+    assert.equal(spokenDigits('for five six'), '456');
+    assert.equal(spokenDigits('oh,'), '');
+  });
+});

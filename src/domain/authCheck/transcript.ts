@@ -55,6 +55,8 @@ export function extractAnswer(text: string, kind: AnswerKind = 'text', region = 
   if (kind === 'yes_no') {
     if (/^\s*(?:yes|yeah|yep|yup|correct|right|sure|that's right|that's correct|that is (?:right|correct)|it is)\b/i.test(trimmed)) return 'yes';
     if (/^\s*(?:no|nope|not really|that's wrong|incorrect)\b/i.test(trimmed)) return 'no';
+    // Whisper hears a lone "no" on a phone line as "know" (with the yes/no prompt): only as the whole answer ("I know" is not an answer).
+    if (/^\s*know[\s.!]*$/i.test(trimmed)) return 'no';
     return '';
   }
   let value = trimmed.replace(FILLER, '');

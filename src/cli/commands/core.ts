@@ -9,6 +9,7 @@ import { parseScriptDefinition } from '../../domain/scripts/definition.js';
 import { withTransaction, type Queryable } from '../../db/pool.js';
 import { insertApiKey, listApiKeys, revokeApiKey } from '../../db/repositories/apiKeys.js';
 import { createHook } from '../../services/hooks.js';
+import { addTeamNumber, setNumberInboundScript } from '../../services/phoneNumbers.js';
 import { addPhoneNumber } from '../../db/repositories/phoneNumbers.js';
 import { insertScript } from '../../db/repositories/scripts.js';
 import { findTeam, insertTeam } from '../../db/repositories/teams.js';
@@ -151,18 +152,43 @@ export const coreCommands: CliCommand[] = [
   },
   {
     name: 'numbers add',
-    summary: 'Give a team a phone number it can call from',
+    summary: 'Give a team a phone number it can call from (and, with --inbound-script, take calls on)',
     options: {
       team: { type: 'string', description: 'team id', required: true },
       number: { type: 'string', description: 'phone number (E.164 or local format)', required: true },
+      'inbound-script': { type: 'string', description: "script id the number's incoming calls run (docs/telephony.md, \"Inbound calls\")" },
     },
     async run(ctx, { options }) {
       const db = await ctx.db();
       const teamId = await requireTeam(db, requiredString(options, 'team'));
-      const number = await addPhoneNumber(db, teamId, phoneOption(ctx, requiredString(options, 'number'), 'number'));
-      return { number_id: number.id, phone_number: number.phone_number };
+      const phoneNumber = phoneOption(ctx, requiredString(options, 'number'), 'number');
+      const inboundScriptId = options['inbound-script'] === undefined ? undefined : uuidArgument(requiredString(options, 'inbound-script'), '--inbound-script');
+      const number = await addTeamNumber(db, { teamId, phoneNumber, inboundScriptId });
+      return { number_id: number.id, phone_number: number.phone_number, inbound_script_id: number.inbound_script_id };
     },
-    text: (r) => `Number ${r.phone_number} added (${r.number_id})`,
+    text: (r) => `Number ${r.phone_number} added (${r.number_id})${r.inbound_script_id ? `; incoming calls run script ${r.inbound_script_id}` : ''}`,
+  },
+  {
+    name: 'numbers set-inbound',
+    summary: "Set the script a team number's incoming calls run (--script), or stop it taking calls (--none)",
+    positionals: ['NUMBER'],
+    options: {
+      team: { type: 'string', description: 'team id', required: true },
+      script: { type: 'string', description: 'script id for incoming calls' },
+      none: { type: 'boolean', description: 'no script: incoming calls to the number are refused (SIP 480)' },
+    },
+    async run(ctx, { options, positionals }) {
+      if ((options.script === undefined) === (options.none === undefined)) throw new CliError('give exactly one of --script and --none');
+      if (positionals.length !== 1) throw new CliError('NUMBER is required (one phone number)');
+      const db = await ctx.db();
+      const teamId = await requireTeam(db, requiredString(options, 'team'));
+      const phoneNumber = normalizePhoneNumber(positionals[0], ctx.config.DEFAULT_PHONE_REGION);
+      if (!phoneNumber) throw new CliError(`NUMBER is not a valid phone number: ${positionals[0]}`);
+      const scriptId = options.none ? null : uuidArgument(requiredString(options, 'script'), '--script');
+      const number = await setNumberInboundScript(db, { teamId, phoneNumber, scriptId });
+      return { number_id: number.id, phone_number: number.phone_number, inbound_script_id: number.inbound_script_id };
+    },
+    text: (r) => (r.inbound_script_id ? `Incoming calls to ${r.phone_number} run script ${r.inbound_script_id}` : `${r.phone_number} takes no incoming calls`),
   },
   {
     name: 'scripts create',

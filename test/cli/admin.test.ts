@@ -7,7 +7,10 @@ import type { Pool } from '../../src/db/pool.js';
 import { testPool } from '../support/app.js';
 import { operatorCli } from '../support/cli.js';
 
-const { admin, adminJson } = operatorCli();
+// The commands in-process; the entry point's own behaviour (usage, unknown command, exit
+// codes) through the real child process (the last three tests).
+const { admin, adminJson } = operatorCli(undefined, { inProcess: true });
+const asOperator = operatorCli();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -112,16 +115,16 @@ describe('operator CLI', () => {
   });
 
   test('an unknown command and a missing option exit non-zero with a message on stderr', async () => {
-    const unknown = await admin(['no-such-command', '--json']);
+    const unknown = await asOperator.admin(['no-such-command', '--json']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /unknown command/);
-    const missing = await admin(['keys', 'create', '--json']);
+    const missing = await asOperator.admin(['keys', 'create', '--json']);
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /--team is required/);
   });
 
   test('no command: a usage error, with the message and the command list on stderr', async () => {
-    const run = await admin([]);
+    const run = await asOperator.admin([]);
     assert.equal(run.code, 1);
     assert.equal(run.stdout, '');
     assert.match(run.stderr, /^admin: a command is required/);
@@ -129,7 +132,7 @@ describe('operator CLI', () => {
   });
 
   test('--help lists every command', async () => {
-    const run = await admin(['--help']);
+    const run = await asOperator.admin(['--help']);
     assert.equal(run.code, 0);
     for (const name of ['bootstrap', 'teams create', 'keys create', 'keys list', 'keys revoke', 'numbers add', 'scripts create', 'hooks create']) {
       assert.ok(run.stdout.includes(`  ${name}`), `help lists ${name}`);

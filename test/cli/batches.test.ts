@@ -22,7 +22,7 @@ const { admin, adminJson, adminFails } = operatorCli(() => ({
   TEMPORAL_ADDRESS: env.address,
   TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
   BATCH_POLL_SECONDS: '0.5',
-}));
+}), { inProcess: true });
 
 before(async () => {
   env = await createTimeSkippingEnv();

@@ -6,7 +6,7 @@ import { insertList } from '../../src/db/repositories/lists.js';
 import { testPool } from '../support/app.js';
 import { operatorCli } from '../support/cli.js';
 
-const { admin, adminJson, adminFails } = operatorCli();
+const { admin, adminJson, adminFails } = operatorCli(undefined, { inProcess: true });
 
 let pool: Pool;
 let boot: any;

@@ -1,8 +1,14 @@
-// The operator CLI (src/cli/main.ts) run as an operator runs it: a tsx child process in the
-// project folder, LOG_LEVEL=warn.
+// The operator CLI run the way an operator runs it: src/cli/main.ts in a tsx child process in
+// the project folder, LOG_LEVEL=warn; or, with { inProcess: true }, the same runAdmin
+// (src/cli/admin.ts) called in the test's own process with the same arguments and
+// environment, its output collected: the same parsing, commands, output and exit codes
+// without a process start (3–5 s each on this machine). Tests of the CLI's commands run it
+// in-process; a few (test/cli/admin.test.ts, hookSecrets, npmStartDefaults) keep the child
+// process, so the entry point itself stays tested.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { runAdmin } from '../../src/cli/admin.js';
 import { PROJECT_ROOT } from '../../src/config/index.js';
 
 export interface AdminRun {
@@ -19,8 +25,15 @@ const TSX = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
  * checks that it exits 1 with `message` on stderr. `extraEnv`, read at each run, adds to
  * the child's environment.
  */
-export function operatorCli(extraEnv: () => Record<string, string> = () => ({})) {
-  function admin(args: string[]): Promise<AdminRun> {
+export function operatorCli(extraEnv: () => Record<string, string> = () => ({}), opts: { inProcess?: boolean } = {}) {
+  async function admin(args: string[]): Promise<AdminRun> {
+    if (opts.inProcess) {
+      let stdout = '';
+      let stderr = '';
+      const env = { ...process.env, LOG_LEVEL: 'warn', ...extraEnv() };
+      const code = await runAdmin(args, { env, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+      return { code, stdout, stderr };
+    }
     return new Promise((resolve, reject) => {
       const child = spawn(TSX, ['src/cli/main.ts', ...args], { cwd: PROJECT_ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...extraEnv() } });
       let stdout = '';

@@ -46,6 +46,8 @@ export const SYSTEM_TOOLS = [
   { file: '/usr/share/pocketsphinx/model/en-us/en-us', source: 'apt', package: 'pocketsphinx-en-us', for: ['start', 'test'], why: "pocketsphinx's US English model" },
   { command: 'sox', source: 'apt', package: 'sox', for: ['start', 'test'], why: 'media edge: audio conversion' },
   { command: 'soxi', source: 'apt', package: 'sox', for: ['start', 'test'], why: 'media edge: audio file facts' },
+  { command: 'baresip', source: 'apt', package: 'baresip-core', for: ['test'], why: 'SIP trunk tests: a real telephone that answers, rings, is busy or dials (test/support/baresip.ts)' },
+  { command: 'sipp', source: 'apt', package: 'sip-tester', for: ['test'], why: 'SIP trunk tests: scripted SIP scenarios such as digest challenges (test/support/sipp.ts)' },
 
   { command: 'sh', source: 'base', package: 'dash', for: ['start', 'test'], why: 'the test runner watchdog; the media edge pipes audio to pocketsphinx through sh -c' },
   { command: 'cat', source: 'base', package: 'coreutils', for: ['start', 'test'], why: 'media edge: the pipe in front of pocketsphinx_continuous (inside its sh -c string)' },

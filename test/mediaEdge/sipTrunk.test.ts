@@ -8,7 +8,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { SipTrunkAgent, type IncomingInvite, type SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
+import { SipTrunkAgent, type IncomingInvite, type SipDialog, type SipTrunkAgentOptions } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import type { TrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
 import { BaresipPhone } from '../support/baresip.js';
@@ -35,10 +35,10 @@ function settings(trunkPort: number, extra: Partial<TrunkSettings> = {}, transpo
 }
 
 /** An agent whose Contact/Via name the port it got. */
-async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {}, options: { transport?: 'udp' | 'tcp'; t1Ms?: number } = {}): Promise<SipTrunkAgent> {
+async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {}, options: { transport?: 'udp' | 'tcp'; t1Ms?: number; caps?: SipTrunkAgentOptions['transport'] } = {}): Promise<SipTrunkAgent> {
   const port = await freePort();
   const s = settings(trunkPort, { listen: { host: '127.0.0.1', port }, publicAddress: { host: '127.0.0.1', port }, ...extra }, options.transport);
-  return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) } });
+  return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) }, transport: options.caps });
 }
 
 describe('SIP trunk agent: outbound calls to a baresip phone', () => {
@@ -188,5 +188,369 @@ describe('SIP trunk agent: an unreachable trunk and digest challenges', () => {
       await agent.close();
       await sipp.stop();
     }
+  });
+});
+
+describe('SIP trunk agent: inbound calls from a baresip phone', () => {
+  let phone: BaresipPhone;
+  let agent: SipTrunkAgent;
+  let strangerAgent: SipTrunkAgent;
+  let decide: (invite: IncomingInvite) => Promise<void> = async (invite) => invite.reject(480, 'Temporarily Unavailable');
+  const invites: IncomingInvite[] = [];
+
+  before(async () => {
+    phone = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }] });
+    [agent, strangerAgent] = await Promise.all([startAgent(phone.sipPort), startAgent(phone.sipPort, { allowedSources: ['10.0.0.0/8', '192.0.2.7'] })]);
+    for (const a of [agent, strangerAgent]) {
+      a.onIncomingInvite((invite) => {
+        invites.push(invite);
+        return decide(invite);
+      });
+    }
+  });
+  after(async () => {
+    await Promise.all([agent?.close(), strangerAgent?.close()]);
+    await phone?.stop();
+  });
+
+  test('an INVITE from the trunk reaches onIncomingInvite with the numbers; answer() establishes a dialog that the phone can end', async () => {
+    invites.length = 0;
+    let dialog: Promise<SipDialog> | undefined;
+    decide = async (invite) => {
+      dialog = invite.answer(offer(31000));
+    };
+    await phone.dial(`sip:+15550001111@127.0.0.1:${agent.port}`, CALLER);
+    const established = await phone.waitForEvent('CALL_ESTABLISHED', (e) => e.direction === 'outgoing');
+    assert.equal(invites.length, 1);
+    const [invite] = invites;
+    assert.equal(invite.fromNumber, CALLER);
+    assert.equal(invite.toNumber, '+15550001111');
+    assert.equal(invite.sourceAddress, '127.0.0.1');
+    assert.match(invite.sdp, /^m=audio \d+ RTP\/AVP .*\b0\b/m);
+    const answered = await dialog!;
+    assert.equal(answered.callId, invite.callId);
+    const ended = new Promise<string>((resolve) => answered.onEnded(resolve));
+    await phone.hangup(CALLER);
+    assert.equal(await ended, 'remote_bye');
+    await phone.waitForEvent('CALL_CLOSED', (e) => e.id === established.id);
+  });
+
+  test("reject(404) refuses the INVITE with the control plane's status", async () => {
+    invites.length = 0;
+    decide = async (invite) => invite.reject(404, 'Not Found');
+    const before = phone.events.length;
+    await phone.dial(`sip:+15550002222@127.0.0.1:${agent.port}`, CALLER);
+    const closed = await phone.waitForEvent('CALL_CLOSED', (e) => phone.events.indexOf(e) >= before);
+    assert.match(String(closed.param), /404/);
+    assert.equal(invites.length, 1);
+  });
+
+  test('an INVITE from a source outside SIP_TRUNK_ALLOWED_SOURCES gets 403, is counted, and reaches no one', async () => {
+    invites.length = 0;
+    const before = phone.events.length;
+    await phone.dial(`sip:+15550001111@127.0.0.1:${strangerAgent.port}`, CALLER);
+    const closed = await phone.waitForEvent('CALL_CLOSED', (e) => phone.events.indexOf(e) >= before);
+    assert.match(String(closed.param), /403/);
+    assert.equal(invites.length, 0);
+    assert.equal(strangerAgent.stats.refusedSources, 1);
+  });
+});
+
+/** A far end written by hand over UDP: exact bytes out, every message in. */
+class RawPeer {
+  readonly received: string[] = [];
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(
+    private readonly socket: UdpSocket,
+    readonly port: number,
+  ) {
+    socket.on('message', (data) => {
+      this.received.push(data.toString('utf8'));
+      for (const waiter of [...this.waiters]) waiter();
+    });
+  }
+
+  static async open(): Promise<RawPeer> {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    return new RawPeer(socket, socket.address().port);
+  }
+
+  send(text: string | Buffer, port: number): Promise<void> {
+    return new Promise((resolve, reject) => this.socket.send(text, port, '127.0.0.1', (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** Messages so far that `match` accepts. */
+  all(match: RegExp): string[] {
+    return this.received.filter((m) => match.test(m));
+  }
+
+  /** The `count`-th message (1-based) that `match` accepts, waiting for it up to 5 s. */
+  waitFor(match: RegExp, count = 1): Promise<string> {
+    const find = () => this.all(match)[count - 1];
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const found = find();
+        if (found === undefined) return;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(found);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`no message matching ${match} (#${count}); received:\n${this.received.map((m) => m.split('\r\n')[0]).join('\n')}`));
+      }, 5000);
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+interface RawRequest {
+  method: string;
+  uri: string;
+  branch: string;
+  callId: string;
+  cseq: number;
+  fromTag: string;
+  toTag?: string;
+  port: number;
+  headers?: string[];
+  contentType?: string;
+  body?: string;
+}
+
+function rawRequest(r: RawRequest): string {
+  const body = r.body ?? '';
+  return [
+    `${r.method} ${r.uri} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${r.port};branch=${r.branch};rport`,
+    'Max-Forwards: 70',
+    `From: <sip:${CALLER}@127.0.0.1>;tag=${r.fromTag}`,
+    `To: <sip:+15550001111@127.0.0.1>${r.toTag ? `;tag=${r.toTag}` : ''}`,
+    `Call-ID: ${r.callId}`,
+    `CSeq: ${r.cseq} ${r.method}`,
+    `Contact: <sip:${CALLER}@127.0.0.1:${r.port}>`,
+    ...(r.headers ?? []),
+    ...(r.contentType ? [`Content-Type: ${r.contentType}`] : []),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+const toTagOf = (response: string): string => /^To:.*;tag=([^;\r\n]+)/im.exec(response)?.[1] ?? '';
+
+describe('SIP trunk agent: transactions and dialogs with a hand-written far end', () => {
+  let agent: SipTrunkAgent;
+  let peer: RawPeer;
+  const invites: IncomingInvite[] = [];
+  let decide: (invite: IncomingInvite) => Promise<void> = async () => undefined;
+
+  before(async () => {
+    peer = await RawPeer.open();
+    agent = await startAgent(peer.port, {}, {});
+    agent.onIncomingInvite((invite) => {
+      invites.push(invite);
+      return decide(invite);
+    });
+  });
+  after(async () => {
+    await agent?.close();
+    peer?.close();
+  });
+
+  test('a retransmitted INVITE and BYE are answered from their transactions: one onIncomingInvite, one onEnded; INFO digits, a re-INVITE, OPTIONS and REFER in the dialog', async () => {
+    invites.length = 0;
+    let answered: Promise<SipDialog> | undefined;
+    let answerNow: () => void = () => undefined;
+    const answerGate = new Promise<void>((resolve) => (answerNow = resolve));
+    decide = async (invite) => {
+      await answerGate;
+      answered = invite.answer(offer(32000));
+    };
+    const base = { uri: `sip:+15550001111@127.0.0.1:${agent.port}`, callId: 'raw-1@test', fromTag: 'rawtag', port: peer.port };
+    const invite = rawRequest({ ...base, method: 'INVITE', branch: 'z9hG4bKraw1', cseq: 1, contentType: 'application/sdp', body: offer(33000) });
+    await peer.send(invite, agent.port);
+    await peer.waitFor(/^SIP\/2\.0 100 /);
+    await peer.send(invite, agent.port);
+    await peer.waitFor(/^SIP\/2\.0 100 /, 2);
+    assert.equal(invites.length, 1);
+    answerNow();
+    // The 200 is repeated until the ACK comes (Timer G's schedule for 2xx, RFC 3261 §13.3.1.4).
+    const ok = await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 1 INVITE/);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 1 INVITE/, 2);
+    assert.match(ok, /a=rtpmap:0 PCMU\/8000/);
+    const toTag = toTagOf(ok);
+    assert.ok(toTag);
+    await peer.send(rawRequest({ ...base, method: 'ACK', branch: 'z9hG4bKraw1ack', cseq: 1, toTag }), agent.port);
+    const dialog = await answered!;
+    const infos: string[] = [];
+    dialog.onInfo((contentType, body) => infos.push(`${contentType}|${body}`));
+    const ended: string[] = [];
+    dialog.onEnded((by) => ended.push(by));
+
+    await peer.send(rawRequest({ ...base, method: 'INFO', branch: 'z9hG4bKraw2', cseq: 2, toTag, contentType: 'application/dtmf-relay', body: 'Signal=5\r\nDuration=160\r\n' }), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 2 INFO/);
+    assert.deepEqual(infos, ['application/dtmf-relay|Signal=5\r\nDuration=160\r\n']);
+
+    // A carrier's session refresh: the same SDP again.
+    await peer.send(rawRequest({ ...base, method: 'INVITE', branch: 'z9hG4bKraw3', cseq: 3, toTag, contentType: 'application/sdp', body: offer(33000) }), agent.port);
+    const refreshed = await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 3 INVITE/);
+    assert.equal(refreshed.slice(refreshed.indexOf('\r\n\r\n')), ok.slice(ok.indexOf('\r\n\r\n')));
+    await peer.send(rawRequest({ ...base, method: 'ACK', branch: 'z9hG4bKraw3ack', cseq: 3, toTag }), agent.port);
+
+    await peer.send(rawRequest({ ...base, method: 'OPTIONS', branch: 'z9hG4bKraw4', cseq: 4, toTag }), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 4 OPTIONS/);
+
+    // REFER: 202 is accepted, a refusal is reported with its status.
+    const referred = dialog.refer('+15550009999');
+    const refer = await peer.waitFor(/^REFER /);
+    assert.match(refer, new RegExp(`^Refer-To: <sip:\\+15550009999@127\\.0\\.0\\.1:${peer.port}>`, 'm'));
+    await peer.send(rawResponse(refer, 202, 'Accepted'), agent.port);
+    assert.deepEqual(await referred, { accepted: true, status: 202 });
+    const refused = dialog.refer('sip:desk@192.0.2.1');
+    const refer2 = await peer.waitFor(/^REFER /, 2);
+    assert.match(refer2, /^Refer-To: <sip:desk@192\.0\.2\.1>/m);
+    await peer.send(rawResponse(refer2, 603, 'Declined'), agent.port);
+    assert.deepEqual(await refused, { accepted: false, status: 603 });
+
+    const bye = rawRequest({ ...base, method: 'BYE', branch: 'z9hG4bKraw5', cseq: 5, toTag });
+    await peer.send(bye, agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 5 BYE/);
+    await peer.send(bye, agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 5 BYE/, 2);
+    assert.deepEqual(ended, ['remote_bye']);
+    assert.equal(invites.length, 1);
+    assert.equal(agent.dialogCount, 0);
+  });
+
+  test('an INVITE without G.711 gets 488 and reaches no one', async () => {
+    invites.length = 0;
+    const g722 = offer(34000).replace(/m=audio (\d+) RTP\/AVP [^\r]*/, 'm=audio $1 RTP/AVP 9').replace(/a=rtpmap:(0|8) [^\r]*\r\n/g, '');
+    await peer.send(rawRequest({ uri: `sip:+15550001111@127.0.0.1:${agent.port}`, callId: 'raw-g722@test', fromTag: 't1', port: peer.port, method: 'INVITE', branch: 'z9hG4bKg722', cseq: 1, contentType: 'application/sdp', body: g722 }), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 488 [^]*Call-ID: raw-g722@test/);
+    assert.equal(invites.length, 0);
+  });
+
+  test('a CANCEL before the answer: 200 to the CANCEL, 487 to the INVITE, the invite signal aborted and answer() refused', async () => {
+    invites.length = 0;
+    let cancelledSeen: Promise<void> | undefined;
+    decide = async (invite) => {
+      cancelledSeen = new Promise((resolve) => invite.signal.addEventListener('abort', () => resolve()));
+      await cancelledSeen;
+      await assert.rejects(invite.answer(offer()));
+    };
+    const base = { uri: `sip:+15550001111@127.0.0.1:${agent.port}`, callId: 'raw-cancel@test', fromTag: 'c1', port: peer.port, branch: 'z9hG4bKcancel1', cseq: 1 };
+    await peer.send(rawRequest({ ...base, method: 'INVITE', contentType: 'application/sdp', body: offer() }), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 100 [^]*Call-ID: raw-cancel@test/);
+    await peer.send(rawRequest({ ...base, method: 'CANCEL' }), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 1 CANCEL/);
+    const terminated = await peer.waitFor(/^SIP\/2\.0 487 [^]*Call-ID: raw-cancel@test/);
+    await peer.send(rawRequest({ ...base, method: 'ACK', toTag: toTagOf(terminated) }), agent.port);
+    assert.equal(invites.length, 1);
+    await cancelledSeen;
+  });
+});
+
+/** A response to a request the peer received (its Via, From, To, Call-ID, CSeq), with a To tag. */
+function rawResponse(request: string, status: number, reason: string): string {
+  const header = (name: string) => new RegExp(`^${name}: .*$`, 'im').exec(request)?.[0] ?? '';
+  const to = header('To');
+  return [`SIP/2.0 ${status} ${reason}`, ...request.split('\r\n').filter((l) => /^Via:/i.test(l)), header('From'), /;tag=/.test(to) ? to : `${to};tag=peer`, header('Call-ID'), header('CSeq'), 'Content-Length: 0', '', ''].join('\r\n');
+}
+
+/** Opens a TCP connection to the agent, writes `data`, and collects what comes back until the agent closes it (or 3 s pass). */
+function tcpExchange(port: number, data: string | Buffer, waitForClose = true): Promise<{ text: string; closedByAgent: boolean }> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closedByAgent: false });
+    }, waitForClose ? 3000 : 500);
+    socket.on('data', (d) => (text += d.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closedByAgent: true });
+    });
+    socket.on('connect', () => socket.write(data));
+  });
+}
+
+describe('SIP trunk agent: hostile input', () => {
+  let agent: SipTrunkAgent;
+  let peer: RawPeer;
+
+  before(async () => {
+    peer = await RawPeer.open();
+    agent = await startAgent(peer.port, {}, { caps: { maxTcpConnectionsPerAddress: 2, maxMessageBytes: 8192 } });
+  });
+  after(async () => {
+    await agent?.close();
+    peer?.close();
+  });
+
+  const options = (branch: string, extra: string[] = [], body = ''): string =>
+    rawRequest({ method: 'OPTIONS', uri: `sip:127.0.0.1:${agent.port}`, branch, callId: `${branch}@test`, cseq: 1, fromTag: 'h', port: peer.port, headers: extra, body });
+
+  test('datagrams that are not SIP, or a request past the caps or malformed, get 400/513 or are dropped and counted; the next request is served', async () => {
+    await peer.send('hello, is this a SIP server?', agent.port);
+    await peer.send(Buffer.from([0, 1, 2, 3, 255, 254, 13, 10, 13, 10]), agent.port);
+    await peer.send(options('z9hG4bKbadlen').replace(/Content-Length: 0/, 'Content-Length: abc'), agent.port);
+    const badLength = await peer.waitFor(/^SIP\/2\.0 400 [^]*z9hG4bKbadlen/);
+    assert.match(badLength, /malformed Content-Length/);
+    const manyHeaders = Array.from({ length: 200 }, (_, i) => `X-Filler-${i}: ${i}`);
+    await peer.send(options('z9hG4bKmany', manyHeaders), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 513 [^]*z9hG4bKmany/);
+    const manyVias = Array.from({ length: 80 }, (_, i) => `Via: SIP/2.0/UDP 10.0.0.${i % 250}:5060;branch=z9hG4bKhop${i}`);
+    await peer.send(options('z9hG4bKvias', manyVias), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 513 [^]*z9hG4bKvias/);
+    await peer.send(options('z9hG4bKbig', [], 'x'.repeat(20_000)), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 513 [^]*z9hG4bKbig/);
+    await peer.send(options('z9hG4bKfine'), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*z9hG4bKfine/);
+    assert.equal(agent.stats.dropped, 2);
+    assert.equal(agent.stats.answeredMalformed, 1);
+    assert.equal(agent.stats.answeredTooLarge, 3);
+  });
+
+  test('TCP: a message without Content-Length gets 400 and the connection is closed; one past the size cap 513; a well-framed stream is served message by message', async () => {
+    const noLength = await tcpExchange(agent.port, options('z9hG4bKtcpnolen').replace(/Content-Length: 0\r\n/, ''));
+    assert.match(noLength.text, /^SIP\/2\.0 400 [^]*no Content-Length/);
+    assert.equal(noLength.closedByAgent, true);
+    const huge = await tcpExchange(agent.port, options('z9hG4bKtcphuge').replace(/Content-Length: 0/, 'Content-Length: 900000'));
+    assert.match(huge.text, /^SIP\/2\.0 513 /);
+    assert.equal(huge.closedByAgent, true);
+    const endless = await tcpExchange(agent.port, `OPTIONS sip:x SIP/2.0\r\n${'X-Junk: aaaaaaaaaaaaaaaa\r\n'.repeat(1000)}`);
+    assert.equal(endless.closedByAgent, true);
+    // Two messages in one write and a keep-alive CRLF between them: each is answered.
+    const tcpOptions = (branch: string) => options(branch).replace('SIP/2.0/UDP', 'SIP/2.0/TCP');
+    const framed = await tcpExchange(agent.port, `${tcpOptions('z9hG4bKtcp1')}\r\n\r\n${tcpOptions('z9hG4bKtcp2')}`, false);
+    assert.match(framed.text, /^SIP\/2\.0 200 [^]*z9hG4bKtcp1[^]*SIP\/2\.0 200 [^]*z9hG4bKtcp2/);
+    assert.equal(agent.stats.closedTcpConnections, 3);
+  });
+
+  test('TCP: connections past the per-address cap are closed at once and counted', async () => {
+    const sockets = await Promise.all(
+      [1, 2].map(
+        () =>
+          new Promise<ReturnType<typeof connect>>((resolve) => {
+            const s = connect({ host: '127.0.0.1', port: agent.port }, () => resolve(s));
+          }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const third = await tcpExchange(agent.port, options('z9hG4bKthird').replace('SIP/2.0/UDP', 'SIP/2.0/TCP'));
+    assert.equal(third.closedByAgent, true);
+    assert.equal(third.text, '');
+    assert.equal(agent.stats.refusedTcpConnections, 1);
+    for (const s of sockets) s.destroy();
   });
 });

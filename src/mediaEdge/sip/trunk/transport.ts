@@ -20,6 +20,7 @@ import {
   type SipMessage,
   type SipMessageLimits,
   type SipRequest,
+  type SipResponse,
 } from '../message.js';
 import type { SipTransportName } from './trunkSettings.js';
 
@@ -284,10 +285,12 @@ export class SipTransport {
     this.options.logger.warn({ peer: connection.key, why }, 'SIP TCP stream unusable: closing the connection');
     const from: SipPeer = { transport: 'tcp', address: connection.address, port: 0, connection: connection.id };
     const request = this.answerableRequest(head.toString('utf8'));
-    if (request) this.answerError(request, from, status, why);
-    else this.stats.dropped++;
+    const response = request ? this.errorResponse(request, from, status, why) : undefined;
+    if (!response) this.stats.dropped++;
     connection.buffer = Buffer.alloc(0);
-    connection.socket.end();
+    // Written with the end, on this connection: the answer goes out before the close.
+    if (response) connection.socket.end(serializeSipMessage(response));
+    else connection.socket.end();
     setTimeout(() => connection.socket.destroy(), 1000).unref();
   }
 
@@ -336,12 +339,17 @@ export class SipTransport {
   }
 
   private answerError(request: SipRequest, from: SipPeer, status: 400 | 513, why: string): void {
+    const response = this.errorResponse(request, from, status, why);
+    this.send(response, responseDestination(request, from)).catch((err: unknown) => this.options.logger.debug({ err }, 'could not send the error response'));
+  }
+
+  /** The 400 or 513 to a request, counted and logged. */
+  private errorResponse(request: SipRequest, from: SipPeer, status: 400 | 513, why: string): SipResponse {
     if (status === 513) this.stats.answeredTooLarge++;
     else this.stats.answeredMalformed++;
     this.options.logger.warn({ peer: `${from.address}:${from.port}`, method: request.method, status, why }, `SIP request refused: ${status}`);
     stampVia(request, from);
-    const response = createResponse(request, status, { reason: `${reasonPhrase(status)} (${why})`.slice(0, 120), toTag: 'refused' });
-    this.send(response, responseDestination(request, from)).catch((err: unknown) => this.options.logger.debug({ err }, 'could not send the error response'));
+    return createResponse(request, status, { reason: `${reasonPhrase(status)} (${why})`.slice(0, 120), toTag: 'refused' });
   }
 }
 

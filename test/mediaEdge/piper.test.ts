@@ -2,7 +2,9 @@
 // piper_worker.py with the bundled en_US-joe-medium voice): speech at the channel's rate,
 // Whisper hearing what it says, sentence-by-sentence streaming, kept sentences, the per-call
 // cap, a killed worker started again, the worker's framing, and the start-up checks that
-// name a missing engine. One synthesizer serves the synthesizer tests (the voice loads once,
+// name a missing engine, and Festival taking over a call whose Piper fails (a worker that
+// cannot start, one stuck past the render timeout, one whose output is corrupt: a stand-in
+// script). One synthesizer serves the synthesizer tests (the voice loads once,
 // and once more after the kill); the framing test runs a worker of its own.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -16,7 +18,9 @@ import { dbfs } from '../../src/mediaEdge/audio/level.js';
 import { PIPER_WORKER_SCRIPT, PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
 import { piperSettings } from '../../src/mediaEdge/speech/piperConfig.js';
 import { SynthesisQueueFullError } from '../../src/mediaEdge/speech/sentenceRendering.js';
-import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { createSpeechEngines, SpeechConfigError, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
+import { FallbackSynthesizer, failoverNote, type EngineFailover } from '../../src/mediaEdge/speech/fallbackEngines.js';
+import type { SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { speechVenvPython } from '../../src/mediaEdge/speech/speechVenv.js';
 import { WhisperRecognizer } from '../../src/mediaEdge/speech/whisper.js';
 import { overTelephone } from '../support/telephoneBand.js';
@@ -234,6 +238,7 @@ describe('piper at start-up', () => {
       ['PIPER_THREADS', '0', 'PIPER_THREADS must be at least 1 (got "0")'],
       ['PIPER_THREADS', '1.5', 'PIPER_THREADS must be a whole number (got "1.5")'],
       ['PIPER_MAX_QUEUED_PER_CALL', 'many', 'PIPER_MAX_QUEUED_PER_CALL must be a number (got "many")'],
+      ['PIPER_RENDER_TIMEOUT_MS', '50', 'PIPER_RENDER_TIMEOUT_MS must be at least 100 (got "50")'],
       ['PIPER_VOICE_MODEL', path.join(dir, 'none.onnx'), `PIPER_VOICE_MODEL: no voice at ${path.join(dir, 'none.onnx')}`],
     ]) {
       assert.throws(
@@ -249,8 +254,9 @@ describe('piper at start-up', () => {
       (err: Error) => err instanceof SpeechConfigError && err.variable === 'PIPER_VOICE_MODEL' && err.message.includes(`${voice}.json`),
     );
     writeFileSync(`${voice}.json`, '{}');
-    const settings = piperSettings({ PIPER_VOICE_MODEL: voice, PIPER_THREADS: '2', PIPER_MAX_QUEUED_PER_CALL: '3' }, true, fail);
-    assert.deepEqual(settings, { python: PYTHON, threads: 2, maxQueuedPerCall: 3, model: voice });
+    const settings = piperSettings({ PIPER_VOICE_MODEL: voice, PIPER_THREADS: '2', PIPER_MAX_QUEUED_PER_CALL: '3', PIPER_RENDER_TIMEOUT_MS: '5000' }, true, fail);
+    assert.deepEqual(settings, { python: PYTHON, threads: 2, maxQueuedPerCall: 3, renderTimeoutMs: 5000, model: voice });
+    assert.equal(piperSettings({}, false, fail).renderTimeoutMs, 10_000);
   });
 
   it('TTS_PROVIDER=piper makes the piper synthesizer; a voice the worker cannot load stops start-up at warm-up, naming TTS_PROVIDER', async () => {
@@ -258,6 +264,11 @@ describe('piper at start-up', () => {
     assert.equal(engines.synthesizer.name, 'piper');
     await engines.close();
     assert.throws(() => createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_THREADS: 'two' }), /SpeechConfigError: PIPER_THREADS must be a number \(got "two"\)/);
+    // Festival takes over a call whose Piper fails, so it must be installed too.
+    assert.throws(
+      () => createSpeechEngines({ TTS_PROVIDER: 'piper' }, (name) => (name === 'festival' ? undefined : `/usr/bin/${name}`)),
+      (err: Error) => err instanceof SpeechConfigError && err.variable === 'TTS_PROVIDER' && /^TTS_PROVIDER=piper needs the program festival, which is not installed/.test(err.message),
+    );
     // The files are there, but they are not a voice: the worker exits and warm-up says why.
     const voice = path.join(dir, 'broken.onnx');
     writeFileSync(voice, 'not a voice');
@@ -267,6 +278,114 @@ describe('piper at start-up', () => {
       await assert.rejects(broken.warmUp(), (err: Error) => err instanceof SpeechConfigError && /^TTS_PROVIDER=piper does not work: piper worker exited \(code 1\)/.test(err.message));
     } finally {
       await broken.close();
+    }
+  });
+});
+
+describe('piper failing during a call: one retry, then Festival for the rest of the call', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'piper-failing-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function say(synthesizer: SpeechSynthesizer, text: string): Promise<Int16Array> {
+    const frames: Int16Array[] = [];
+    for await (const frame of synthesizer.synthesize(text, { call: {} })) frames.push(frame);
+    return joinFrames(frames);
+  }
+
+  /** A call's engines and the failovers they report. */
+  function call(engines: SpeechEngines) {
+    const failovers: EngineFailover[] = [];
+    return { ...engines.forCall((failover) => failovers.push(failover)), failovers };
+  }
+
+  /** Says a line on a call whose Piper fails: Festival says it, the switch is reported once, the next line does not try Piper. */
+  async function assertFestivalTakesOver(engines: SpeechEngines, error: RegExp): Promise<void> {
+    const piper = engines.synthesizer as PiperSynthesizer;
+    const { synthesizer, failovers } = call(engines);
+    assert.ok(synthesizer instanceof FallbackSynthesizer && synthesizer.name === 'piper' && synthesizer.current === piper, 'Piper speaks the call first');
+    const audio = await say(synthesizer, 'Thank you for calling the clinic.');
+    assert.ok(audio.length > SAMPLE_RATE * 0.8 && dbfs(audio) > -40, `Festival said the line (${audio.length} samples, ${dbfs(audio).toFixed(1)} dBFS)`);
+    assert.equal(failovers.length, 1);
+    assert.deepEqual({ ...failovers[0], error: undefined }, { stage: 'synthesis', failed: 'piper', fallback: 'festival', error: undefined });
+    assert.match(failovers[0].error, error);
+    assert.match(failoverNote(failovers[0]), /^The speech synthesis engine piper failed twice \(.*\); festival took over for the rest of the call\.$/);
+    assert.equal(synthesizer.current.name, 'festival');
+    const rendered = piper.stats.rendered;
+    assert.ok((await say(synthesizer, 'Goodbye.')).length > 0);
+    assert.equal(piper.stats.rendered, rendered, 'the next line goes to Festival without trying Piper');
+    assert.equal(failovers.length, 1, 'reported once');
+  }
+
+  it('a worker that cannot start (its voice fails to load): the line and the rest of the call from Festival', async () => {
+    const voice = path.join(dir, 'broken.onnx');
+    writeFileSync(voice, 'not a voice');
+    writeFileSync(`${voice}.json`, '{}');
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_VOICE_MODEL: voice });
+    try {
+      await assertFestivalTakesOver(engines, /^piper worker exited \(code 1\)/);
+      assert.equal((engines.synthesizer as PiperSynthesizer).stats.restarts, 1, 'one retry: two workers started');
+    } finally {
+      await engines.close();
+    }
+  });
+
+  it('a worker past the render timeout is stopped, the sentence tried once more, then Festival', async () => {
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_RENDER_TIMEOUT_MS: '100' });
+    try {
+      await engines.warmUp();
+      await assertFestivalTakesOver(engines, /^piper worker took over 100 ms for a sentence; stopped$/);
+    } finally {
+      await engines.close();
+    }
+  });
+
+  it('a worker whose output is corrupt is stopped, the sentence tried once more, then Festival', async () => {
+    // Announces itself as the worker does, then answers every request with a frame of no known type.
+    const script = path.join(dir, 'corrupt_worker.py');
+    writeFileSync(
+      script,
+      [
+        'import json, struct, sys',
+        'out = sys.stdout.buffer',
+        'def frame(kind, payload):',
+        '    out.write(kind + struct.pack("<I", len(payload)) + payload); out.flush()',
+        'frame(b"r", json.dumps({"sample_rate": 22050, "load_ms": 1}).encode())',
+        'while True:',
+        '    head = sys.stdin.buffer.read(4)',
+        '    if len(head) < 4: break',
+        '    sys.stdin.buffer.read(struct.unpack("<I", head)[0])',
+        '    frame(b"z", b"garbage")',
+      ].join('\n'),
+    );
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper' }, undefined, { piper: { script } });
+    try {
+      await engines.warmUp();
+      await assertFestivalTakesOver(engines, /^piper worker exited \(SIGKILL\): an answer frame of unknown type "z"$/);
+      // Another call tries Piper again: the switch is per call.
+      const other = call(engines);
+      await say(other.synthesizer, 'Hello again.');
+      assert.equal(other.failovers.length, 1);
+    } finally {
+      await engines.close();
+    }
+  });
+
+  it("a call's full queue is not Piper failing: the line past it fails as it is, no switch", async () => {
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_MAX_QUEUED_PER_CALL: '1' });
+    try {
+      await engines.warmUp();
+      const { synthesizer, failovers } = call(engines);
+      const callId = {};
+      const lines = ['The first line of this call.', 'The second line, one too many.'].map(async (text) => {
+        for await (const frame of synthesizer.synthesize(text, { call: callId })) void frame;
+      });
+      const [first, second] = await Promise.allSettled(lines);
+      assert.equal(first.status, 'fulfilled');
+      assert.ok(second.status === 'rejected' && second.reason instanceof SynthesisQueueFullError, 'the second is refused');
+      assert.deepEqual(failovers, []);
+      assert.equal((synthesizer as FallbackSynthesizer).current.name, 'piper');
+    } finally {
+      await engines.close();
     }
   });
 });

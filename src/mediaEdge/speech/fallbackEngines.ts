@@ -1,5 +1,5 @@
 /**
- * A cloud engine with the offline one behind it, per call. When the cloud engine fails an
+ * A cloud engine (or Piper) with the offline one behind it, per call. When the cloud engine fails an
  * utterance or a line (refused, unreachable, closed mid-stream, no answer in time: its
  * adapter bounds every wait), the same work is tried once more on it; when that fails too,
  * the offline engine does the work, and does all of the call's work from then on (a call
@@ -25,6 +25,17 @@ export interface EngineFailover {
 }
 
 export type FailoverListener = (failover: EngineFailover) => void;
+
+export interface FallbackSynthesizerOptions {
+  /**
+   * Times a failed line is asked for again from the first engine before the offline one
+   * takes over (default 1). Piper tries each failed sentence once more itself, so behind it
+   * this is 0: still one retry in all.
+   */
+  retries?: number;
+  /** Whether an error is the engine failing (default: every error); others fail the line as they are. */
+  isEngineFailure?: (err: unknown) => boolean;
+}
 
 /** The text of the System Note for a failover. */
 export function failoverNote(failover: EngineFailover): string {
@@ -150,12 +161,18 @@ export class FallbackSynthesizer implements SpeechSynthesizer {
   readonly name: string;
   private failedOver = false;
 
+  private readonly attempts: number;
+  private readonly isEngineFailure: (err: unknown) => boolean;
+
   constructor(
     private readonly primary: SpeechSynthesizer,
     private readonly offline: SpeechSynthesizer,
     private readonly onFailover: FailoverListener,
+    options: FallbackSynthesizerOptions = {},
   ) {
     this.name = primary.name;
+    this.attempts = 1 + (options.retries ?? 1);
+    this.isEngineFailure = options.isEngineFailure ?? (() => true);
   }
 
   /** The engine that speaks the call's lines now. */
@@ -166,12 +183,13 @@ export class FallbackSynthesizer implements SpeechSynthesizer {
   async *synthesize(text: string, options: SynthesisOptions = {}): AsyncIterable<PcmFrame> {
     if (!this.failedOver) {
       let failure: unknown;
-      for (let attempt = 1; attempt <= 2; attempt++) {
+      for (let attempt = 1; attempt <= this.attempts; attempt++) {
         try {
           yield* this.primary.synthesize(text, options);
           return;
         } catch (err) {
           if (options.signal?.aborted) return;
+          if (!this.isEngineFailure(err)) throw err;
           failure = err;
         }
         if (this.failedOver) break; // another line of the call gave up meanwhile

@@ -13,7 +13,9 @@
  * (PIPER_MAX_QUEUED_PER_CALL), and rendered sentences are kept (sentenceRendering.ts).
  *
  * A worker that dies is started again for the next sentence; a sentence it was rendering
- * is tried once more on the new worker, so a crash costs a pause, not the line.
+ * (or that failed, or took longer than the render timeout) is tried once more, on a new
+ * worker if the old one is gone, so a crash costs a pause, not the line. A second failure
+ * fails the line; during a call Festival then takes over (speechEngines.ts).
  *
  * Framing of the pipe: piper_worker.py's docstring and docs/speech.md, "Piper".
  */
@@ -35,8 +37,12 @@ export const PIPER_DEFAULT_MAX_QUEUED_PER_CALL = 8;
 export const PIPER_DEFAULT_THREADS = 1;
 /** The voice loads in a few seconds even on a busy machine; a worker not ready by then is stuck. */
 const READY_TIMEOUT_MS = 120_000;
-/** A sentence of at most 240 characters renders in well under a second; one stuck this long ends the worker. */
-const RENDER_TIMEOUT_MS = 60_000;
+/**
+ * A sentence piece of at most 240 characters (about 15 s of speech) renders in about 7.5 s
+ * at the real-time factor 0.5 measured on a loaded 2-core machine; one that takes longer
+ * ends the worker (PIPER_RENDER_TIMEOUT_MS).
+ */
+export const PIPER_DEFAULT_RENDER_TIMEOUT_MS = 10_000;
 /** An answer frame larger than this is not audio of one sentence: the stream is corrupt. */
 const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 /**
@@ -78,6 +84,8 @@ export interface PiperOptions {
   threads?: number;
   /** Sentences one call may have waiting for or in the worker; a line past it fails (default 8). */
   maxQueuedPerCall?: number;
+  /** Longest wait for one sentence once the worker has it; past it the worker is stopped (default 10 s). */
+  renderTimeoutMs?: number;
 }
 
 /** The worker died, failed a sentence, or could not start. */
@@ -108,6 +116,8 @@ class PiperWorker {
   private buffer: Buffer = Buffer.alloc(0);
   private stderr = '';
   private exitReason: string | undefined;
+  /** Being stopped (stuck past the render timeout): no longer given work, though not yet exited. */
+  private retired = false;
 
   constructor(python: string, args: string[]) {
     // spawns: python (the speech venv's, running piper_worker.py)
@@ -157,7 +167,13 @@ class PiperWorker {
   }
 
   get alive(): boolean {
-    return !hasExited(this.child) && this.child.pid !== undefined;
+    return !this.retired && !hasExited(this.child) && this.child.pid !== undefined;
+  }
+
+  /** Stops the worker; from now on it is not alive, so the next sentence starts a new one. */
+  retire(): void {
+    this.retired = true;
+    void stopProcess(this.child, 500);
   }
 
   /** The audio of `text`, one array per sentence Piper found in it, at the voice's rate. */
@@ -218,6 +234,7 @@ export class PiperSynthesizer implements SpeechSynthesizer {
   readonly name = 'piper';
   private readonly python: string;
   private readonly args: string[];
+  private readonly renderTimeoutMs: number;
   private worker: Promise<PiperWorker> | undefined;
   private closed = false;
   /** Sentences rendered by the worker, served from what was kept, refused because their call's queue was full; workers started again after one died. */
@@ -233,6 +250,7 @@ export class PiperSynthesizer implements SpeechSynthesizer {
     const threads = options.threads ?? PIPER_DEFAULT_THREADS;
     if (!Number.isInteger(threads) || threads < 1) throw new Error(`threads must be a positive whole number, got ${threads}`);
     this.args = [options.script ?? PIPER_WORKER_SCRIPT, '--threads', String(threads), ...(options.model ? ['--model', options.model] : [])];
+    this.renderTimeoutMs = options.renderTimeoutMs ?? PIPER_DEFAULT_RENDER_TIMEOUT_MS;
     const maxQueuedPerCall = options.maxQueuedPerCall ?? PIPER_DEFAULT_MAX_QUEUED_PER_CALL;
     this.turns = new CallTurns(maxQueuedPerCall, () => {
       this.stats.refused++;
@@ -275,8 +293,9 @@ export class PiperSynthesizer implements SpeechSynthesizer {
         try {
           return await this.speakOnce(sentence);
         } catch (err) {
-          // The worker died under the sentence (killed, out of memory): once more on a new one.
-          if (!(err instanceof PiperWorkerError && err.exited) || this.closed) throw err;
+          // The worker died under the sentence (killed, out of memory, stuck past the timeout,
+          // its output corrupt) or failed it: once more, on a new worker if it is gone.
+          if (!(err instanceof PiperWorkerError) || this.closed) throw err;
           return await this.speakOnce(sentence);
         }
       },
@@ -301,9 +320,9 @@ export class PiperSynthesizer implements SpeechSynthesizer {
         worker.speak(sentence),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
-            reject(new PiperWorkerError(`piper worker took over ${RENDER_TIMEOUT_MS / 1000} s for a sentence; stopped`, true));
-            void stopProcess(worker.child, 500);
-          }, RENDER_TIMEOUT_MS);
+            reject(new PiperWorkerError(`piper worker took over ${this.renderTimeoutMs} ms for a sentence; stopped`, true));
+            worker.retire();
+          }, this.renderTimeoutMs);
         }),
       ]);
       return { sentences, rate: worker.sampleRate };

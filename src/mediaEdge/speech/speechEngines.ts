@@ -6,7 +6,8 @@
  * POCKETSPHINX_MAX_WAIT_MS). A bad value, or an engine whose program or model is not
  * installed, stops start-up with an error naming the variable. The cloud engines
  * (TTS_PROVIDER=elevenlabs, STT_PROVIDER=deepgram; their settings in cloudSpeechConfig.ts)
- * need their key and the default offline engine, which takes over a call when they fail.
+ * need their key and the default offline engine, which takes over a call when they fail;
+ * so does Festival behind Piper.
  */
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
@@ -16,7 +17,8 @@ import { findExecutable } from './engineProcess.js';
 import { CLOUD_STT_PROVIDERS, CLOUD_TTS_PROVIDERS, createCloudSpeechEngines, type CloudSpeechConfig } from './cloudSpeechConfig.js';
 import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from './fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
-import { PiperSynthesizer } from './piper.js';
+import { PiperSynthesizer, type PiperOptions } from './piper.js';
+import { SynthesisQueueFullError } from './sentenceRendering.js';
 import { piperSettings } from './piperConfig.js';
 import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSettings.js';
 import { WhisperRecognizer } from './whisper.js';
@@ -47,6 +49,7 @@ export interface SpeechEnginesConfig extends CloudSpeechConfig {
   WHISPER_PROMPT?: string;
   PIPER_THREADS?: string;
   PIPER_MAX_QUEUED_PER_CALL?: string;
+  PIPER_RENDER_TIMEOUT_MS?: string;
   PIPER_VOICE_MODEL?: string;
 }
 
@@ -85,9 +88,10 @@ export interface SpeechEngines {
   synthesizer: SpeechSynthesizer;
   recognizer: SpeechRecognizer;
   /**
-   * The engines of one call. A cloud engine gets the offline one behind it: one retry of a
-   * failed utterance or line, then the offline engine for the rest of the call, which
-   * `onFailover` reports (docs/speech.md). Offline engines are shared as they are.
+   * The engines of one call. A cloud engine gets the offline one behind it, and Piper gets
+   * Festival: one retry of a failed utterance or line (Piper's is its own, per sentence),
+   * then the offline engine for the rest of the call, which `onFailover` reports
+   * (docs/speech.md). The other offline engines are shared as they are.
    */
   forCall(onFailover: FailoverListener): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer };
   /** Loads voices and dictionaries now rather than on the first call. */
@@ -124,8 +128,13 @@ function requireFile(variable: string, provider: string, file: string, packages:
   if (!existsSync(file)) throw new SpeechConfigError(variable, `${variable}=${provider} needs ${file}, which is missing (Debian: apt-get install ${packages})`);
 }
 
+/** What tests may change of the engines that configuration does not reach (a stand-in worker script). */
+export interface SpeechEngineOverrides {
+  piper?: Partial<PiperOptions>;
+}
+
 /** The configured synthesizer and recognizer; throws a SpeechConfigError when the configuration or the installation is wrong. */
-export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: ProgramLookup = findExecutable): SpeechEngines {
+export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: ProgramLookup = findExecutable, overrides: SpeechEngineOverrides = {}): SpeechEngines {
   const ttsCloud = cloudChoice(config.TTS_PROVIDER, CLOUD_TTS_PROVIDERS);
   const sttCloud = cloudChoice(config.STT_PROVIDER, CLOUD_STT_PROVIDERS);
   // Behind a cloud engine stands the default offline one, which takes over when it fails.
@@ -144,6 +153,11 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       : tts === 'espeak'
         ? requireProgram(lookUp, 'TTS_PROVIDER', tts, 'espeak-ng', 'espeak-ng')
         : undefined;
+  // Festival takes over a call whose Piper fails, as it does for ElevenLabs.
+  const festivalBehindPiper =
+    tts === 'piper'
+      ? new FestivalSynthesizer({ binary: requireProgram(lookUp, 'TTS_PROVIDER', tts, 'festival', 'festival festvox-kallpc16k'), maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL })
+      : undefined;
   const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', sttCloud ?? stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
   for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', sttCloud ?? stt, file, 'pocketsphinx-en-us');
 
@@ -153,7 +167,7 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       ? new FestivalSynthesizer({ binary: ttsBinary, maxQueuedPerCall: limits.FESTIVAL_MAX_QUEUED_PER_CALL })
       : tts === 'espeak'
         ? new EspeakSynthesizer({ binary: ttsBinary })
-        : new PiperSynthesizer(piper);
+        : new PiperSynthesizer({ ...piper, ...overrides.piper });
   // Whisper is started on warm-up (or its first utterance), not here.
   const recognizer: SpeechRecognizer =
     stt === 'whisper'
@@ -170,7 +184,12 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
     recognizer: cloud.recognizer ?? recognizer,
     forCall(onFailover) {
       return {
-        synthesizer: cloud.synthesizer ? new FallbackSynthesizer(cloud.synthesizer, synthesizer, onFailover) : synthesizer,
+        synthesizer: cloud.synthesizer
+          ? new FallbackSynthesizer(cloud.synthesizer, synthesizer, onFailover)
+          : festivalBehindPiper
+            ? // Piper retries a failed sentence itself; a full queue is the call's, not Piper failing.
+              new FallbackSynthesizer(synthesizer, festivalBehindPiper, onFailover, { retries: 0, isEngineFailure: (err) => !(err instanceof SynthesisQueueFullError) })
+            : synthesizer,
         recognizer: cloud.recognizer ? new FallbackRecognizer(cloud.recognizer, recognizer, onFailover) : recognizer,
       };
     },
@@ -181,6 +200,11 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
         throw new SpeechConfigError('TTS_PROVIDER', `TTS_PROVIDER=${tts} does not work: ${(err as Error).message}`);
       }
       try {
+        await festivalBehindPiper?.warmUp();
+      } catch (err) {
+        throw new SpeechConfigError('TTS_PROVIDER', `TTS_PROVIDER=${tts} needs festival behind it, which does not work: ${(err as Error).message}`);
+      }
+      try {
         await recognizer.warmUp();
       } catch (err) {
         if (stt !== 'whisper') throw err;
@@ -188,7 +212,7 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       }
     },
     async close() {
-      await Promise.all([synthesizer.close(), recognizer.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);
+      await Promise.all([synthesizer.close(), recognizer.close(), festivalBehindPiper?.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);
     },
   };
 }

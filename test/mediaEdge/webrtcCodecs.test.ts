@@ -7,6 +7,7 @@ import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js
 
 for (const [name, payloadBytes] of [
   ['PCMU', (n: number) => n === 160],
+  ['PCMA', (n: number) => n === 160],
   ['opus', (n: number) => n > 10 && n < 200],
 ] as [CodecName, (n: number) => boolean][]) {
   test(`${name}: one payload per frame, exactly 320 samples back from each, a 1 kHz tone kept`, () => {

@@ -1,6 +1,8 @@
 /**
- * G.711 μ-law, the 8 kHz telephone codec a carrier's media stream carries: 8-bit codes,
- * logarithmic segments, so the error grows with the amplitude (about 1/32 of it).
+ * G.711, the 8 kHz telephone codec a carrier's media stream carries, in both its laws:
+ * μ-law (PCMU, North America and Japan) and A-law (PCMA, the rest of the world). 8-bit
+ * codes, logarithmic segments, so the error grows with the amplitude (about 1/32 of it).
+ * (The file keeps its first name, from when it held μ-law alone.)
  */
 
 const BIAS = 0x84;
@@ -40,5 +42,45 @@ export function encodeMulaw(samples: Int16Array): Uint8Array {
 export function decodeMulaw(codes: Uint8Array): Int16Array {
   const out = new Int16Array(codes.length);
   for (let i = 0; i < codes.length; i++) out[i] = DECODE_TABLE[codes[i]];
+  return out;
+}
+
+/** The A-law code of one 16-bit sample (A-law works on the top 13 bits; even bits inverted on the wire). */
+export function alawFromLinear(sample: number): number {
+  let magnitude = sample >> 3;
+  let mask = 0xd5; // sign bit set for positive values, and the 0x55 inversion
+  if (magnitude < 0) {
+    magnitude = -magnitude - 1;
+    mask = 0x55;
+  }
+  if (magnitude > 0xfff) return 0x7f ^ mask;
+  let segment = 0;
+  while (segment < 7 && magnitude >= 0x20 << segment) segment++;
+  const mantissa = segment < 2 ? (magnitude >> 1) & 0x0f : (magnitude >> segment) & 0x0f;
+  return ((segment << 4) | mantissa) ^ mask;
+}
+
+/** The 16-bit sample an A-law code stands for. */
+export function linearFromAlaw(code: number): number {
+  const a = (code ^ 0x55) & 0xff;
+  const segment = (a >> 4) & 0x07;
+  let magnitude = ((a & 0x0f) << 4) + (segment === 0 ? 8 : 0x108);
+  if (segment > 1) magnitude <<= segment - 1;
+  return a & 0x80 ? magnitude : -magnitude;
+}
+
+const ALAW_DECODE_TABLE = Int16Array.from({ length: 256 }, (_, code) => linearFromAlaw(code));
+
+/** Encodes 16-bit samples (at 8 kHz) as A-law bytes. */
+export function encodeAlaw(samples: Int16Array): Uint8Array {
+  const out = new Uint8Array(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = alawFromLinear(samples[i]);
+  return out;
+}
+
+/** Decodes A-law bytes into 16-bit samples. */
+export function decodeAlaw(codes: Uint8Array): Int16Array {
+  const out = new Int16Array(codes.length);
+  for (let i = 0; i < codes.length; i++) out[i] = ALAW_DECODE_TABLE[codes[i]];
   return out;
 }

@@ -28,4 +28,9 @@ export interface MediaChannel {
   drained(): Promise<void>;
   /** Settles once, when the channel closes. */
   readonly closed: Promise<ChannelCloseReason>;
+  /**
+   * Keypad digits the far end keys (0-9, *, #, A-D), one call per key press, for transports
+   * that carry them (a phone call's RFC 4733 events); absent where none can arrive.
+   */
+  onDigit?(listener: (digit: string) => void): () => void;
 }

@@ -9,6 +9,11 @@
  * comfort silence. RTP timestamps keep counting wall-clock frames across the pause, and the
  * first packet after it carries the marker bit (the start of a talkspurt).
  *
+ * A SIP trunk's RTP (src/mediaEdge/rtp/) uses this same channel with G.711 and
+ * `silenceWhenIdle`: an empty queue sends encoded silence, because carriers and PBXs expect a
+ * continuous stream (their own RTP timeouts, NAT bindings kept open). That silence is not agent
+ * audio: the outbound listeners do not get it.
+ *
  * Inbound audio is heard by the conversation engine, never played to a person, so a backlog
  * (the browser's packets arriving in a burst, or ticks this process missed while busy) is
  * caught up by handing over two frames a tick until the buffer is back to its depth, not by
@@ -44,6 +49,7 @@ type Listener = (frame: PcmFrame) => void;
 export const INBOUND_MAX_DEPTH_MS = 800;
 /** Backlog over the depth, in frames, that makes a tick hand over a second frame. */
 const CATCH_UP_FRAMES = 2;
+const SILENT_FRAME = new Int16Array(FRAME_SAMPLES);
 
 export class WebRtcMediaChannel implements MediaChannel {
   readonly closed: Promise<ChannelCloseReason>;
@@ -67,6 +73,7 @@ export class WebRtcMediaChannel implements MediaChannel {
     private readonly sendRtp: (packet: OutboundRtp) => void,
     private readonly onListenerError: (err: unknown, direction: 'inbound' | 'outbound') => void,
     jitterDepthMs?: number,
+    private readonly options: { silenceWhenIdle?: boolean } = {},
   ) {
     this.jitter = new JitterBuffer({ clockRate: codec.clockRate, depthMs: jitterDepthMs, maxDepthMs: INBOUND_MAX_DEPTH_MS });
     this.closed = new Promise((resolve) => (this.settle = resolve));
@@ -179,7 +186,8 @@ export class WebRtcMediaChannel implements MediaChannel {
   private sendOutbound(): void {
     const frame = this.queue.shift();
     if (!frame) {
-      this.sentLastTick = false;
+      if (this.options.silenceWhenIdle) this.sendSilence();
+      else this.sentLastTick = false;
       return;
     }
     const payload = this.codec.encode(frame);
@@ -201,6 +209,18 @@ export class WebRtcMediaChannel implements MediaChannel {
       }
     }
     if (this.queue.length === 0) this.resolveDrained();
+  }
+
+  /** One frame of silence, through the codec (its resampler keeps its history), told to no listener. */
+  private sendSilence(): void {
+    this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
+    this.sendRtp({
+      payload: this.codec.encode(SILENT_FRAME),
+      timestamp: (this.timestampBase + this.ticks * this.codec.frameTicks) % 2 ** 32,
+      sequenceNumber: this.sequenceNumber,
+      marker: false,
+    });
+    this.sentLastTick = true;
   }
 
   private resolveDrained(): void {

@@ -6,13 +6,15 @@
  *   (960 ticks per 20 ms) whatever the internal rate.
  * - PCMU (G.711 μ-law, 8 kHz) as the fallback every WebRTC browser offers: μ-law and
  *   resampling to and from 16 kHz with the audio helpers.
+ * - PCMA (G.711 A-law, 8 kHz), the same at 8 kHz in the other law: phone calls over a SIP
+ *   trunk (src/mediaEdge/rtp/) take PCMU or PCMA, whichever the far end offers.
  */
 import OpusScript from 'opusscript';
-import { decodeMulaw, encodeMulaw } from '../audio/mulaw.js';
+import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../audio/mulaw.js';
 import { Resampler } from '../audio/resample.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../media/channel.js';
 
-export type CodecName = 'opus' | 'PCMU';
+export type CodecName = 'opus' | 'PCMU' | 'PCMA';
 
 export interface AudioCodec {
   readonly name: CodecName;
@@ -81,19 +83,25 @@ function primedResampler(fromRate: number, toRate: number): Resampler {
   return resampler;
 }
 
-class PcmuCodec implements AudioCodec {
-  readonly name = 'PCMU' as const;
+/** G.711 at 8 kHz, μ-law (PCMU) or A-law (PCMA), resampled to and from the channel's 16 kHz. */
+class G711Codec implements AudioCodec {
   readonly clockRate = 8000;
   readonly frameTicks = 160;
   private readonly up = primedResampler(8000, SAMPLE_RATE);
   private readonly down = primedResampler(SAMPLE_RATE, 8000);
+  private readonly decodeLaw: (codes: Uint8Array) => Int16Array;
+  private readonly encodeLaw: (samples: Int16Array) => Uint8Array;
+
+  constructor(readonly name: 'PCMU' | 'PCMA') {
+    [this.decodeLaw, this.encodeLaw] = name === 'PCMU' ? [decodeMulaw, encodeMulaw] : [decodeAlaw, encodeAlaw];
+  }
 
   decode(payload: Uint8Array): Int16Array {
-    return this.up.push(decodeMulaw(payload));
+    return this.up.push(this.decodeLaw(payload));
   }
 
   encode(frame: Int16Array): Buffer {
-    const codes = encodeMulaw(this.down.push(frame));
+    const codes = this.encodeLaw(this.down.push(frame));
     return Buffer.from(codes.buffer, codes.byteOffset, codes.length);
   }
 
@@ -101,5 +109,5 @@ class PcmuCodec implements AudioCodec {
 }
 
 export function createCodec(name: CodecName): AudioCodec {
-  return name === 'opus' ? new OpusCodec() : new PcmuCodec();
+  return name === 'opus' ? new OpusCodec() : new G711Codec(name);
 }

@@ -16,6 +16,7 @@ import { DEFAULT_RECORDING_RETRY } from './recording/recordingUpload.js';
 import type { DigestCredentials } from './sip/digest.js';
 import { DEFAULT_SIP_MESSAGE_LIMITS, type SipMessageLimits } from './sip/message.js';
 import { SipUserAgentServer, type EstablishedCall, type MediaAnswerer } from './sip/userAgentServer.js';
+import { parseTrunkSettings } from './sip/trunk/trunkSettings.js';
 import { FrameClock } from './webrtc/frameClock.js';
 import { WebRtcEndpoint, type WebRtcOptions } from './webrtc/peer.js';
 import { checkAudioOffer } from './webrtc/sdp.js';
@@ -357,6 +358,8 @@ export function loadMediaEdgeConfig(env: NodeJS.ProcessEnv = process.env): Media
     throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message.replace(/^Invalid input: /, ''));
   }
   const config = parsed.data;
+  // The SIP trunk's settings (SIP_*, RTP_PORT_RANGE) fail here, before anything starts; voiceEdge.ts reads them again.
+  parseTrunkSettings(env);
   if ((config.MEDIA_EDGE_RTC_PORT_MIN === undefined) !== (config.MEDIA_EDGE_RTC_PORT_MAX === undefined)) {
     throw new ConfigError('MEDIA_EDGE_RTC_PORT_MAX', 'must be set together with MEDIA_EDGE_RTC_PORT_MIN');
   }

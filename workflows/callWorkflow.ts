@@ -5,6 +5,7 @@
  *             ── phone: start, or wait first come first served for the slot a release
  *                       grants (one slotGranted signal)
  *                web:   wait up to two minutes for the browser to connect
+ *   inbound: created in-progress holding its slot ── wait for the media edge's answer
  *   in-progress ── runConversation (dial, talk) ── exactly one terminal status
  *   terminal ── a few seconds later: post-call analysis fills the result fields
  *
@@ -64,6 +65,12 @@ export const SLOT_RECHECK_SPREAD_MS = 30 * 60_000;
 const RECORDED_SLOT_RECHECK_MS = 10 * 60_000;
 /** A web call nobody connects to within this long ends failed / not_connected (docs/web-calls.md). */
 export const WEB_CONNECT_TIMEOUT_MS = 2 * 60_000;
+/**
+ * An inbound call the media edge has not answered within this long ends failed /
+ * not_connected (docs/telephony.md, "Inbound calls"): the edge answers the INVITE as soon as
+ * the service has taken the call, so only an edge lost in between gets here.
+ */
+export const INBOUND_CONNECT_TIMEOUT_MS = 30_000;
 /** Post-call analysis runs this long after the terminal status, never before. */
 export const ANALYSIS_DELAY_MS = 3_000;
 
@@ -126,7 +133,19 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   let dialTokenAt: string | undefined;
   let waitForDialToken = false;
   let inProgress = false;
-  if (input.type !== 'web' && patched(ADMIT_CALL_PATCH)) {
+  if (input.type === 'inbound') {
+    // In progress and holding its slot since the media edge asked (POST /internal/v1/inbound-calls,
+    // src/services/inboundCalls.ts); like a web call, it then waits for the edge's `answered`.
+    inProgress = true;
+    state.phase = 'waiting_for_connection';
+    const connected = await condition(() => events.has('answered') || events.has('ended'), INBOUND_CONNECT_TIMEOUT_MS);
+    if (!connected) return finish({ status: 'failed', endReason: 'not_connected' });
+    // A caller who left before the answer: the conversation follows the events to that end.
+    if (!events.has('ended')) {
+      mediaTaskQueue = events.takeThrough('answered')?.media_task_queue;
+      await db.setCallProgress({ callId: input.callId, status: 'in-progress', progress: 'in_conversation' });
+    }
+  } else if (input.type !== 'web' && patched(ADMIT_CALL_PATCH)) {
     const admitted = await admitPhoneCall();
     if (admitted.outcome !== 'started') return admitted.result;
     ({ dialTokenAt, waitForDialToken } = admitted);

@@ -210,9 +210,10 @@ export function waitForEnd(ctx: CallContext): Promise<ConversationOutcome | unde
 
 /** From in-progress to the end of the call. */
 export async function runConversation(ctx: CallContext): Promise<ConversationOutcome> {
-  if (ctx.input.type === 'web') {
-    // The browser is connected already (the shell waited for `answered`). A media edge that
-    // named its task queue runs the script's speech; otherwise its events tell the rest.
+  if (ctx.input.type === 'web' || ctx.input.type === 'inbound') {
+    // The browser (or the inbound caller) is connected already (the shell waited for
+    // `answered`). A media edge that named its task queue runs the script's speech; otherwise
+    // its events tell the rest.
     if (ctx.mediaTaskQueue) return runMediaConversation(ctx, ctx.mediaTaskQueue);
     return (await waitForEnd(ctx)) ?? { status: 'failed', endReason: 'call_timeout' };
   }

@@ -8,6 +8,7 @@ import { objectTypeRoutes } from './object-types/routes.js';
 import { objectRoutes } from './objects/routes.js';
 import { webCallRoutes } from './web-calls/routes.js';
 import { internalRoutes } from './internal/routes.js';
+import { inboundCallRoutes } from './inbound-calls/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { recordingRoutes } from './recordings/routes.js';
@@ -17,5 +18,5 @@ import type { RouteDefinition } from './route.js';
 
 /** Every route of the service. A resource adds its list here. */
 export function allRoutes(): RouteDefinition[] {
-  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...doNotCallRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...webhookEndpointRoutes, ...webhookDeliveryRoutes, ...internalRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
+  return [...healthRoutes, ...callRoutes, ...hookRoutes, ...contactRoutes, ...doNotCallRoutes, ...listRoutes, ...objectTypeRoutes, ...objectRoutes, ...webCallRoutes, ...recordingRoutes, ...webhookEndpointRoutes, ...webhookDeliveryRoutes, ...internalRoutes, ...inboundCallRoutes, ...openApiRoutes(allRoutes), ...docsRoutes];
 }

@@ -255,26 +255,30 @@ export async function retryCall(
  * script, number and contact, the chain's calling window and retry policy, `attempt` one
  * more, `original_call_id` the chain's first call, and the previous call's
  * `next_attempt_call_id` set in the same transaction. Refused (conflict) when the number is
- * on the do-not-call list. The caller checks that the call may be retried.
+ * on the do-not-call list. The caller checks that the call may be retried. An inbound call's
+ * next attempt is an outbound call back to the caller.
  */
 export async function scheduleNextAttemptOf(
   deps: CallServiceDeps,
   previous: CallRecord,
   opts: { scheduledTime?: Date | string; callId?: string },
 ): Promise<ScheduledCall> {
+  // An inbound call is retried by calling the caller back from the number they called, under
+  // the team's dialing policy (docs/telephony.md, "Inbound calls").
+  const callBack = previous.type === 'inbound';
   return scheduleCall(deps, {
     teamId: previous.team_id,
-    fromNumber: previous.from_number,
+    fromNumber: callBack ? previous.to_number : previous.from_number,
     scriptId: previous.script_id,
     contact: { id: previous.contact_id },
     scheduledTime: opts.scheduledTime,
     callId: opts.callId,
-    type: previous.type as CallType,
+    type: callBack ? 'outbound' : (previous.type as CallType),
     originalCallId: previous.original_call_id ?? previous.id,
     attempt: previous.attempt + 1,
     previousCallId: previous.id,
-    callingWindow: previous.calling_window,
-    retryPolicy: previous.retry_policy,
+    callingWindow: callBack ? undefined : previous.calling_window,
+    retryPolicy: callBack ? undefined : previous.retry_policy,
   });
 }
 

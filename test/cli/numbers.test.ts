@@ -1,5 +1,5 @@
 // The operator CLI's inbound set-up (docs/telephony.md, "Inbound calls"): `numbers add
-// --inbound-script` and `numbers set-inbound`, run as an operator runs them.
+// --inbound-script` and `numbers set-inbound`, run in-process (test/support/cli.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../../src/db/pool.js';
@@ -9,7 +9,7 @@ import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
 import { operatorCli } from '../support/cli.js';
 
-const { admin, adminJson, adminFails } = operatorCli();
+const { admin, adminJson, adminFails } = operatorCli(() => ({}), { inProcess: true });
 
 let pool: Pool;
 let team: TestTeam;

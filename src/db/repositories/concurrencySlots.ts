@@ -132,3 +132,23 @@ export async function grantsNotTaken(db: Queryable, olderThanMs: number, limit: 
   );
   return rows.map((r) => r.id);
 }
+
+/**
+ * Takes the team's slot lock for the rest of the caller's transaction (the order every slot
+ * change takes): the team's ceiling and the slots it holds, dead slots reclaimed first when
+ * at the ceiling. With addCallSlot, a call that must start now or not at all (an inbound call).
+ */
+export async function lockTeamSlots(tx: Queryable, teamId: string): Promise<{ maxSlots: number; used: number }> {
+  const { rows } = await tx.query<{ max_slots: number; used: number }>('SELECT max_slots, used FROM slots_lock_team($1)', [teamId]);
+  return { maxSlots: rows[0].max_slots, used: rows[0].used };
+}
+
+/**
+ * A slot for the call, in the transaction that holds the team's lock (lockTeamSlots) and
+ * found it below the ceiling; the call row exists in that transaction.
+ */
+export async function addCallSlot(tx: Queryable, teamId: string, callId: string): Promise<void> {
+  await tx.query(`INSERT INTO concurrency_slots (holder_id, team_id, kind, call_id) VALUES ($2::text, $1, 'call', $2::uuid)`, [teamId, callId]);
+  await tx.query('UPDATE team_slots SET in_use = in_use + 1 WHERE team_id = $1', [teamId]);
+  await tx.query('UPDATE calls SET slot_granted_at = now() WHERE id = $1', [callId]);
+}

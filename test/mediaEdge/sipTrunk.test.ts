@@ -75,6 +75,20 @@ describe('SIP trunk agent: outbound calls to a baresip phone', () => {
     assert.equal(agent.dialogCount, 0);
   });
 
+  test('over TCP (transport=tcp): answered, and ended with BYE on the same kind of transport', async () => {
+    const tcpAgent = await startAgent(phone.sipPort, {}, { transport: 'tcp' });
+    try {
+      const result = await tcpAgent.invite({ callId: 'call-tcp@test', fromNumber: CALLER, toNumber: CALLEE, sdp: offer() });
+      assert.equal(result.kind, 'answered', JSON.stringify(result));
+      if (result.kind !== 'answered') return;
+      const established = await phone.waitForEvent('CALL_ESTABLISHED', (e) => e.direction === 'incoming' && !phone.events.some((c) => c.type === 'CALL_CLOSED' && c.id === e.id));
+      await result.dialog.bye();
+      await phone.waitForEvent('CALL_CLOSED', (e) => e.id === established.id);
+    } finally {
+      await tcpAgent.close();
+    }
+  });
+
   test('a busy phone: failed with 486 and its status line', async () => {
     const result = await busyAgent.invite({ callId: 'call-busy@test', fromNumber: CALLER, toNumber: CALLEE, sdp: offer() });
     assert.deepEqual(result, { kind: 'failed', status: 486, reason: '486 Busy Here' });
@@ -458,12 +472,76 @@ describe('SIP trunk agent: transactions and dialogs with a hand-written far end'
   });
 });
 
-/** A response to a request the peer received (its Via, From, To, Call-ID, CSeq), with a To tag. */
-function rawResponse(request: string, status: number, reason: string): string {
+/** A response to a request the peer received (its Via, From, To, Call-ID, CSeq), with a To tag, and optional headers and body. */
+function rawResponse(request: string, status: number, reason: string, extra: string[] = [], body = ''): string {
   const header = (name: string) => new RegExp(`^${name}: .*$`, 'im').exec(request)?.[0] ?? '';
   const to = header('To');
-  return [`SIP/2.0 ${status} ${reason}`, ...request.split('\r\n').filter((l) => /^Via:/i.test(l)), header('From'), /;tag=/.test(to) ? to : `${to};tag=peer`, header('Call-ID'), header('CSeq'), 'Content-Length: 0', '', ''].join('\r\n');
+  return [
+    `SIP/2.0 ${status} ${reason}`,
+    ...request.split('\r\n').filter((l) => /^Via:/i.test(l)),
+    header('From'),
+    /;tag=/.test(to) ? to : `${to};tag=peer`,
+    header('Call-ID'),
+    header('CSeq'),
+    ...extra,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
 }
+
+describe('SIP trunk agent: outbound transactions against a hand-written trunk', () => {
+  let agent: SipTrunkAgent;
+  let peer: RawPeer;
+
+  before(async () => {
+    peer = await RawPeer.open();
+    agent = await startAgent(peer.port);
+  });
+  after(async () => {
+    await agent?.close();
+    peer?.close();
+  });
+
+  test('the INVITE is retransmitted until a response (Timer A); a retransmitted 200 gets the ACK again; our BYE goes to the Contact', async () => {
+    const pending = agent.invite({ callId: 'raw-out-1@test', fromNumber: CALLER, toNumber: CALLEE, sdp: offer() });
+    const invite = await peer.waitFor(/^INVITE [^]*Call-ID: raw-out-1@test/);
+    await peer.waitFor(/^INVITE [^]*Call-ID: raw-out-1@test/, 2);
+    assert.match(invite, new RegExp(`^INVITE sip:\\${CALLEE}@127\\.0\\.0\\.1:${peer.port} SIP/2\\.0`));
+    assert.match(invite, /^Via: SIP\/2\.0\/UDP 127\.0\.0\.1:\d+;branch=z9hG4bK[0-9a-f]+;rport/m);
+    assert.match(invite, new RegExp(`^From: <sip:\\${CALLER}@127\\.0\\.0\\.1>;tag=\\w+`, 'm'));
+    assert.match(invite, new RegExp(`^To: <sip:\\${CALLEE}@127\\.0\\.0\\.1>`, 'm'));
+    assert.match(invite, new RegExp(`^Contact: <sip:\\${CALLER}@127\\.0\\.0\\.1:${agent.port}>`, 'm'));
+    const ok = rawResponse(invite, 200, 'OK', [`Contact: <sip:callee@127.0.0.1:${peer.port}>`, 'Content-Type: application/sdp'], offer(35000));
+    await peer.send(ok, agent.port);
+    const result = await pending;
+    assert.equal(result.kind, 'answered');
+    await peer.waitFor(/^ACK sip:callee@127\.0\.0\.1:\d+ /);
+    await peer.send(ok, agent.port);
+    await peer.waitFor(/^ACK /, 2);
+    if (result.kind !== 'answered') return;
+    const byeSent = result.dialog.bye();
+    const bye = await peer.waitFor(/^BYE sip:callee@127\.0\.0\.1:\d+ /);
+    assert.match(bye, /^CSeq: 2 BYE/m);
+    await peer.send(rawResponse(bye, 200, 'OK'), agent.port);
+    await byeSent;
+  });
+
+  test('a 200 that crosses the CANCEL: the call is acknowledged, hung up with BYE, and reported cancelled', async () => {
+    const controller = new AbortController();
+    const pending = agent.invite({ callId: 'raw-out-2@test', fromNumber: CALLER, toNumber: CALLEE, sdp: offer(), signal: controller.signal, onProgress: () => controller.abort() });
+    const invite = await peer.waitFor(/^INVITE [^]*Call-ID: raw-out-2@test/);
+    await peer.send(rawResponse(invite, 180, 'Ringing'), agent.port);
+    const cancel = await peer.waitFor(/^CANCEL [^]*Call-ID: raw-out-2@test/);
+    assert.equal(/^Via: .*$/m.exec(cancel)?.[0], /^Via: .*$/m.exec(invite)?.[0]);
+    await peer.send(rawResponse(invite, 200, 'OK', [`Contact: <sip:callee@127.0.0.1:${peer.port}>`, 'Content-Type: application/sdp'], offer(35002)), agent.port);
+    await peer.send(rawResponse(cancel, 200, 'OK'), agent.port);
+    assert.deepEqual(await pending, { kind: 'cancelled' });
+    await peer.waitFor(/^ACK [^]*Call-ID: raw-out-2@test/);
+    const bye = await peer.waitFor(/^BYE [^]*Call-ID: raw-out-2@test/);
+    await peer.send(rawResponse(bye, 200, 'OK'), agent.port);
+  });
+});
 
 /** Opens a TCP connection to the agent, writes `data`, and collects what comes back until the agent closes it (or 3 s pass). */
 function tcpExchange(port: number, data: string | Buffer, waitForClose = true): Promise<{ text: string; closedByAgent: boolean }> {

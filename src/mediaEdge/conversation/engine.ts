@@ -14,6 +14,11 @@
  * far below the agent's own level while the agent speaks is its echo (echoGate.ts): it
  * neither barges in nor becomes an answer.
  *
+ * An ask also takes keypad digits when the channel carries them (a phone call) and the
+ * ask's `input` allows (digitEntry.ts): the first key stops the prompt, and the digits up to
+ * `#` or a pause of `digitTimeoutMs` are the answer, marked `keyed`. `input: "dtmf"` neither
+ * recognises nor barges in on speech; `input: "speech"` ignores keys.
+ *
  * No Temporal here: activities wrap these calls. One speak and one listen at a time.
  */
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
@@ -21,6 +26,7 @@ import { Endpointer, type EndpointerSettings, type EndpointEvent, type SpeechEnd
 import { dbfs } from '../audio/level.js';
 import type { AnswerHint, SpeechRecognizer, SpeechSynthesizer } from '../speech/interfaces.js';
 import { impliedDigitCount, isCompleteAnswer } from './answerCompleteness.js';
+import { DEFAULT_DIGIT_TIMEOUT_MS, DigitEntry } from './digitEntry.js';
 import { ECHO_MARGIN_DB, EchoGate } from './echoGate.js';
 import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
 
@@ -60,6 +66,8 @@ export interface ConversationEngineOptions {
   echoMarginDb?: number | null;
   /** The clock of every time reported, in ms (default: epoch ms with sub-ms precision, monotonic). */
   now?: () => number;
+  /** A keyed answer ends this long after its last key (default 3 s; `#` ends it at once). */
+  digitTimeoutMs?: number;
 }
 
 /** The call's media is gone: the channel closed while the engine spoke or listened. */
@@ -99,6 +107,7 @@ export class ConversationEngine {
   /** The last utterance heard, until the agent's next audio starts. */
   private lastUtterance: { speechEndedAt: number; recognisedAt: number } | undefined;
   private readonly turns: TurnLatency[] = [];
+  private readonly digitTimeoutMs: number;
 
   constructor(options: ConversationEngineOptions) {
     this.channel = options.channel;
@@ -108,6 +117,7 @@ export class ConversationEngine {
     this.endpointer = options.endpointer ?? new Endpointer(options.endpointing);
     this.energySettings = options.endpointing;
     this.onEndpointerError = options.onEndpointerError;
+    this.digitTimeoutMs = options.digitTimeoutMs ?? DEFAULT_DIGIT_TIMEOUT_MS;
     this.prerollFrames = Math.ceil((this.endpointer.speechStartMs + PREROLL_MS) / FRAME_MS);
     this.unsubscribeInbound = this.channel.onInbound((frame) => this.hear(frame));
     const echoMarginDb = options.echoMarginDb === undefined ? ECHO_MARGIN_DB : options.echoMarginDb;
@@ -127,8 +137,8 @@ export class ConversationEngine {
    * speaking when `bargeIn` (the rest is dropped from the channel). Aborting `signal`
    * stops the playback and rejects.
    */
-  async speak(text: string, options: { bargeIn?: boolean; signal?: AbortSignal } = {}): Promise<SpeakResult> {
-    const { bargeIn = false, signal } = options;
+  async speak(text: string, options: { bargeIn?: boolean; bargeInOnDigit?: boolean; signal?: AbortSignal } = {}): Promise<SpeakResult> {
+    const { bargeIn = false, bargeInOnDigit = false, signal } = options;
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
     const stop = new AbortController();
@@ -152,6 +162,7 @@ export class ConversationEngine {
       }
     });
     const unsubscribeSpeech = bargeIn ? this.onSpeech((event) => event.type === 'speech_start' && halt()) : () => undefined;
+    const unsubscribeDigit = bargeInOnDigit && this.channel.onDigit ? this.channel.onDigit(() => halt()) : () => undefined;
     const unsubscribeClose = this.onClose(() => halt());
     signal?.addEventListener('abort', halt);
     try {
@@ -168,6 +179,7 @@ export class ConversationEngine {
       signal?.removeEventListener('abort', halt);
       unsubscribeOutbound();
       unsubscribeSpeech();
+      unsubscribeDigit();
       unsubscribeClose();
     }
   }
@@ -187,6 +199,58 @@ export class ConversationEngine {
    * the answer: `noSpeechTimeoutMs` counts from the end of the prompt.
    */
   async ask(prompt: string, hint: AnswerHint, options: { noSpeechTimeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
+    const input = hint.input ?? 'both';
+    const onDigit = input !== 'speech' ? this.channel.onDigit?.bind(this.channel) : undefined;
+    if (!onDigit) return this.askBySpeech(prompt, hint, options);
+    this.assertOpen();
+    if (options.signal?.aborted) throw abortReason(options.signal);
+    // Speech is heard too unless the ask takes keys only; the first key ends listening to it.
+    let spoken: PendingAnswer | undefined;
+    const keyed = new DigitEntry({ onDigit }, { digitTimeoutMs: this.digitTimeoutMs, now: this.now, onFirstDigit: () => spoken?.cancel(new Error('answered on the keypad')) });
+    spoken = input === 'both' ? this.expectAnswer(hint, options.signal, impliedDigitCount(prompt)) : undefined;
+    const unsubscribeClose = this.onClose(() => keyed.cancel());
+    try {
+      try {
+        await this.speak(prompt, { bargeIn: spoken !== undefined, bargeInOnDigit: true, signal: options.signal });
+      } catch (err) {
+        spoken?.cancel(err as Error);
+        throw err;
+      }
+      if (spoken) spoken.startNoSpeechTimer(options.noSpeechTimeoutMs);
+      else keyed.startNoInputTimer(options.noSpeechTimeoutMs);
+      return await this.firstAnswer(spoken, keyed, options.signal);
+    } finally {
+      keyed.cancel();
+      unsubscribeClose();
+    }
+  }
+
+  /** The spoken answer or the keyed one, whichever the caller gives first; rejects when the call ends or `signal` aborts. */
+  private async firstAnswer(spoken: PendingAnswer | undefined, keyed: DigitEntry, signal: AbortSignal | undefined): Promise<ListenResult> {
+    const never = new Promise<never>(() => undefined);
+    const fromKeys = keyed.result.then((entry): ListenResult => {
+      if (entry.kind === 'silence') return entry;
+      this.lastUtterance = { speechEndedAt: entry.endedAt, recognisedAt: entry.endedAt };
+      return { kind: 'utterance', text: entry.digits, speechEndedAt: entry.endedAt, recognisedAt: entry.endedAt, recognitionMs: 0, keyed: true };
+    });
+    // The first key cancels the spoken answer: its rejection then is no answer, the keys are.
+    const fromSpeech = spoken ? spoken.result.catch((err: unknown) => (keyed.started ? never : Promise.reject(err as Error))) : never;
+    let unsubscribeClose = () => undefined as unknown;
+    let onAbort = () => undefined as unknown;
+    const stopped = new Promise<never>((_, reject) => {
+      unsubscribeClose = this.onClose((reason) => reject(new ChannelClosedError(reason)));
+      onAbort = () => reject(abortReason(signal!));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([fromSpeech, fromKeys, stopped]);
+    } finally {
+      unsubscribeClose();
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async askBySpeech(prompt: string, hint: AnswerHint, options: { noSpeechTimeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
     const answer = this.expectAnswer(hint, options.signal, impliedDigitCount(prompt));
     try {
       await this.speak(prompt, { bargeIn: true, signal: options.signal });

@@ -18,6 +18,8 @@ export type ListenResult =
       recognisedAt: number;
       /** recognisedAt − speechEndedAt: the endpointing hangover plus the recogniser's finalisation. */
       recognitionMs: number;
+      /** The answer was keyed on the keypad (`text` is the digits), not spoken. */
+      keyed?: true;
     }
   | { kind: 'silence' };
 

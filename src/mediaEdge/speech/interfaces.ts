@@ -40,7 +40,12 @@ export type AnswerExpectation = 'yes_no' | 'digits' | 'number' | 'date' | 'name'
 export interface AnswerHint {
   expect: AnswerExpectation;
   phrases?: readonly string[];
+  /** How the caller may answer: spoken, keyed on the keypad, or either (default). The conversation engine's concern, not a recogniser's. */
+  input?: AnswerInput;
 }
+
+/** An ask step's `input`: which of speech and keypad digits answer it. */
+export type AnswerInput = 'dtmf' | 'speech' | 'both';
 
 export interface Transcript {
   /** Lower-case words as recognised, "" when nothing was. */

@@ -156,6 +156,12 @@ export const scriptDefinitionSchema = z
     structured_data: z.record(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'keys must be letters, digits or "_"'), variableName).default({}),
     /** Simulator only: variable → what the simulated callee says when an ask step stores that variable. */
     simulated_answers: z.record(z.string().regex(VARIABLE_NAME_RE, 'keys must be variable names'), z.string().max(2000)).default({}),
+    /**
+     * Said when an answering machine takes the call (docs/telephony.md, "Voicemail detection"): after its beep or the
+     * end of its greeting, then the agent hangs up. A template over contact.*, objects.* and call.*. Without it a
+     * machine's call just ends; either way the call's status is voicemail.
+     */
+    voicemail_message: text('voicemail_message').optional(),
     steps: z.array(scriptStepSchema).min(1, 'a script needs at least one step').max(500),
   })
   .superRefine((script, ctx) => {

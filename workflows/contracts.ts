@@ -283,6 +283,8 @@ export const CALL_MEDIA_LOST = 'CallMediaLost';
 export interface AnswerHint {
   expect: 'text' | 'free' | 'name' | 'date' | 'number' | 'digits' | 'yes_no';
   phrases?: string[];
+  /** The ask step's `input`: speech, keypad digits, or either when absent. */
+  input?: 'dtmf' | 'speech' | 'both';
 }
 
 export interface SpeakToCallerInput {
@@ -318,7 +320,14 @@ export interface AskCallerInput {
 }
 
 export type AskCallerResult = (
-  | { kind: 'utterance'; text: string; /** End of the caller's speech → recognised text, ms. */ recognitionMs: number }
+  | {
+      kind: 'utterance';
+      text: string;
+      /** End of the caller's speech → recognised text, ms. */
+      recognitionMs: number;
+      /** The caller keyed the answer on the keypad (`text` is the digits). */
+      keyed?: boolean;
+    }
   | { kind: 'silence' }
 ) &
   EdgeSystemNotes;

@@ -89,14 +89,15 @@ function edgeVoice(
       await speaking([text], () => edge.speakToCaller({ callId, stepId, text }));
     },
     async ask(q: VoiceQuestion) {
-      const hint: AnswerHint = { expect: q.expect, ...(q.phrases ? { phrases: q.phrases } : {}) };
+      const hint: AnswerHint = { expect: q.expect, ...(q.phrases ? { phrases: q.phrases } : {}), ...(q.input ? { input: q.input } : {}) };
       const first = await speaking([q.question], () => edge.askCaller({ callId, stepId: q.stepId, prompt: q.question, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS }));
-      if (first.kind === 'utterance') return { text: first.text, reprompts: [] };
+      if (first.kind === 'utterance') return { text: first.text, reprompts: [], ...(first.keyed ? { keyed: true } : {}) };
       const reprompt = `${REPROMPT_PREFIX} ${q.question}`;
       const second = await speaking([q.question, reprompt], () =>
         edge.askCaller({ callId, stepId: q.stepId, prompt: reprompt, hint, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS }),
       );
-      return { text: second.kind === 'utterance' ? second.text : null, reprompts: [reprompt] };
+      if (second.kind === 'utterance') return { text: second.text, reprompts: [reprompt], ...(second.keyed ? { keyed: true } : {}) };
+      return { text: null, reprompts: [reprompt] };
     },
   };
 }

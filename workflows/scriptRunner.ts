@@ -53,6 +53,8 @@ export interface VoiceQuestion {
   variable: string;
   expect: AnswerKind;
   phrases?: string[];
+  /** Speech, keypad digits or either (absent) answer it: the ask step's `input`. */
+  input?: 'dtmf' | 'speech' | 'both';
   /** contact.*, objects.* and call.* of the call (a simulated callee answers from them). */
   scope: Scope;
   simulatedAnswers: Record<string, string>;
@@ -65,8 +67,8 @@ export interface VoiceQuestion {
 export interface ScriptVoice {
   /** Speaks an agent line and returns once it has been played. */
   say(stepId: string, text: string): Promise<void>;
-  /** Asks; `text` is null when the callee stayed silent (after the voice's own reprompt, if any). */
-  ask(question: VoiceQuestion): Promise<{ text: string | null; reprompts: string[] }>;
+  /** Asks; `text` is null when the callee stayed silent (after the voice's own reprompt, if any); `keyed` when the answer was keyed on the keypad. */
+  ask(question: VoiceQuestion): Promise<{ text: string | null; reprompts: string[]; keyed?: boolean }>;
 }
 
 /** Where the runtime writes what happens, and how it speaks; the call workflow's seam provides it. */
@@ -184,6 +186,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
           variable: step.variable,
           expect: step.expect,
           phrases: step.phrases,
+          ...(step.input ? { input: step.input } : {}),
           // What the callee knows: their own record, not the script's working variables.
           scope: { contact: scope.contact, objects: scope.objects, call: scope.call },
           simulatedAnswers: script.simulated_answers,
@@ -191,6 +194,8 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         turns.push({ role: 'agent', text: question }, ...heard.reprompts.map((text): TranscriptTurn => ({ role: 'agent', text })));
         if (heard.text !== null) turns.push({ role: 'user', text: heard.text, variable: step.variable, expect: step.expect });
         else notes.push({ at: now(), kind: 'no_answer', text: `The caller did not answer step "${step.id}"${heard.reprompts.length ? ' (silent after a reprompt)' : ''}; ${step.variable} is empty.`, data: { step_id: step.id } });
+        // The transcript's turn is the digits as keyed; a System Note says they were keyed, not said.
+        if (heard.text !== null && heard.keyed) notes.push({ at: now(), kind: 'keyed_answer', text: `The caller keyed the answer to step "${step.id}" on the keypad.`, data: { step_id: step.id } });
         const value = heard.text === null ? '' : extractAnswer(heard.text, step.expect, region);
         setVariable(scope, step.variable, value);
         setVariable(scope, `steps.${step.id}.answer`, value);

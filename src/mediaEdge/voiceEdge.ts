@@ -90,7 +90,7 @@ export function conversationOf(engine: ConversationEngine, takeNotes: () => Syst
     async ask(prompt, hint, opts): Promise<AskCallerResult> {
       const heard = await engine.ask(prompt, hint, opts);
       if (heard.kind !== 'utterance' || heard.text.trim() === '') return withNotes({ kind: 'silence' as const });
-      return withNotes({ kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt) });
+      return withNotes({ kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt), ...(heard.keyed ? { keyed: true } : {}) });
     },
   };
 }

@@ -41,8 +41,16 @@ describe('script format: accepted', () => {
     const ask = r.script.steps[1];
     const hook = r.script.steps[2];
     assert.equal(ask.type === 'ask' && ask.expect, 'text');
+    assert.equal(ask.type === 'ask' && ask.input, undefined, 'no input: either speech or keys');
     assert.equal(hook.type === 'webhook' && hook.method, 'POST');
     assert.equal(hook.type === 'webhook' && hook.timeout_seconds, 10);
+  });
+
+  it('an ask step may say which input answers it: keys, speech or both', () => {
+    for (const input of ['dtmf', 'speech', 'both'] as const) {
+      const r = parseScriptDefinition(minimal([{ id: 'a', type: 'ask', question: 'Your PIN?', variable: 'answers.pin', expect: 'digits', input }]));
+      assert.equal(r.ok && r.script.steps[0].type === 'ask' && r.script.steps[0].input, input);
+    }
   });
 
   it('objectives, structured data and simulated answers default to empty', () => {
@@ -83,6 +91,7 @@ describe('script format: rejected with the step and field named', () => {
     ['an ask step without a variable', minimal([{ id: 'a', type: 'ask', question: 'Q?' }]), /^steps\[0\] \(id "a"\)\.variable: /],
     ['a malformed variable name', minimal([{ id: 'a', type: 'ask', question: 'Q?', variable: 'answers..x' }]), /steps\[0\] \(id "a"\)\.variable: must be a variable name/],
     ['an unknown expect', minimal([{ id: 'a', type: 'ask', question: 'Q?', variable: 'x', expect: 'colour' }]), /steps\[0\] \(id "a"\)\.expect/],
+    ['an unknown input', minimal([{ id: 'a', type: 'ask', question: 'Q?', variable: 'x', input: 'keypad' }]), /^steps\[0\] \(id "a"\)\.input: input must be one of both, speech, dtmf/],
     ['a tool other than Auth | Check', minimal([{ id: 't', type: 'tool', tool: 'Other', settings: { record_array: [], check_array: [] } }]), /steps\[0\] \(id "t"\)\.tool: tool must be "Auth \| Check"/],
     ['an Auth Check without a Record Array', minimal([{ id: 't', type: 'tool', tool: 'Auth | Check', settings: { check_array: [] } }]), /steps\[0\] \(id "t"\)\.settings\.record_array: record_array must be an array/],
     ['an Exact that is not Yes or No', minimal([{ id: 't', type: 'tool', tool: 'Auth | Check', settings: { record_array: [], check_array: [], exact: 'maybe' } }]), /steps\[0\] \(id "t"\)\.settings\.exact: exact must be Yes or No/],

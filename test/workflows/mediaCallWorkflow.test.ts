@@ -62,12 +62,13 @@ const VERIFY_SCRIPT = {
 };
 
 /** What the stand-in caller does at one askCaller call (`systemNotes`: what the edge's answer carries). */
-type CallerMove = { say: string; systemNotes?: SystemNote[] } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
+type CallerMove = { say: string; systemNotes?: SystemNote[] } | { key: string } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
 
 interface StandIn {
   taskQueue: string;
   spoken: string[];
   prompts: string[];
+  hints: AskCallerInput['hint'][];
   hangUps: number;
   cancelledAsks: number;
   worker: Worker;
@@ -78,7 +79,7 @@ interface StandIn {
 /** A stand-in edge on a queue of its own: speaks instantly, answers `moves` in order. */
 async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
   const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
-  const state = { spoken: [] as string[], prompts: [] as string[], hangUps: 0, cancelledAsks: 0 };
+  const state = { spoken: [] as string[], prompts: [] as string[], hints: [] as AskCallerInput['hint'][], hangUps: 0, cancelledAsks: 0 };
   const activities: MediaEdgeActivities = {
     async speakToCaller({ text }) {
       state.spoken.push(text);
@@ -86,7 +87,9 @@ async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
     },
     async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
       state.prompts.push(input.prompt);
+      state.hints.push(input.hint);
       const move = moves.shift() ?? { silence: true };
+      if ('key' in move) return { kind: 'utterance', text: move.key, recognitionMs: 0, keyed: true };
       if ('say' in move) return { kind: 'utterance', text: move.say, recognitionMs: 120, ...(move.systemNotes ? { systemNotes: move.systemNotes } : {}) };
       if ('silence' in move) return { kind: 'silence' };
       if ('mediaLost' in move) throw ApplicationFailure.nonRetryable('ICE connection failed', CALL_MEDIA_LOST);
@@ -119,8 +122,8 @@ async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
   });
 }
 
-async function webCall(team: TestTeam): Promise<string> {
-  const script = await insertScript(pool, { teamId: team.teamId, name: 'verify', definition: VERIFY_SCRIPT });
+async function webCall(team: TestTeam, definition: object = VERIFY_SCRIPT): Promise<string> {
+  const script = await insertScript(pool, { teamId: team.teamId, name: 'verify', definition });
   const contact = await getOrCreateSharedWebContact(pool, team.teamId);
   const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: script.id, contact: { id: contact.id }, type: 'web' });
   return call.callId;
@@ -212,6 +215,26 @@ describe('a call on the media edge: the workflow runs the script through the edg
       assert.equal((await result(callId)).status, 'completed');
       const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'auth_check');
       assert.equal((note?.data as { variables: { verified: boolean } }).variables.verified, false);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test("keyed digits: the ask's input reaches the edge, the digits are the user's turn and verify, and a keyed_answer System Note says they were keyed", async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge([{ key: '19850403' }, { say: 'yes' }]);
+    try {
+      const keypadScript = { ...VERIFY_SCRIPT, steps: VERIFY_SCRIPT.steps.map((s) => (s.id === 'ask_pin' ? { ...s, input: 'dtmf' } : s)) };
+      const callId = await webCall(team, keypadScript);
+      await answer(callId, edge.taskQueue);
+      assert.equal((await result(callId)).status, 'completed');
+      assert.deepEqual(edge.hints, [{ expect: 'digits', input: 'dtmf' }, { expect: 'yes_no' }]);
+      const row = await callRow(pool, callId);
+      assert.ok(row.conversation.some((t) => t.role === 'user' && t.text === '19850403'));
+      const keyedNotes = row.system_notes.filter((n) => n.kind === 'keyed_answer');
+      assert.deepEqual(keyedNotes.map((n) => n.text), ['The caller keyed the answer to step "ask_pin" on the keypad.']);
+      const auth = row.system_notes.find((n) => n.kind === 'auth_check');
+      assert.equal((auth?.data as { variables: { verified: boolean } }).variables.verified, true);
     } finally {
       await edge.stop();
     }

@@ -54,6 +54,8 @@ export const sayStepSchema = z.strictObject({ ...base, type: z.literal('say'), t
 
 /** `free` is `text` by another name; `digits` is a sequence of digits said one by one. */
 export const ANSWER_KINDS = ['text', 'free', 'name', 'date', 'number', 'digits', 'yes_no'] as const;
+/** What answers an ask step: speech, keypad digits, or either (the default). */
+export const ANSWER_INPUTS = ['both', 'speech', 'dtmf'] as const;
 export const askStepSchema = z.strictObject({
   ...base,
   type: z.literal('ask'),
@@ -63,6 +65,11 @@ export const askStepSchema = z.strictObject({
   expect: z.enum(ANSWER_KINDS).default('text'),
   /** Words or phrases the answer is likely to be (names, options): a recogniser's hint. */
   phrases: z.array(z.string().min(1).max(100), { message: 'phrases must be an array of strings' }).max(100).optional(),
+  /**
+   * How a phone caller may answer: spoken, keyed on the keypad (`dtmf`), or either. Absent means
+   * `both`; a browser call has no keypad, so there every answer is spoken.
+   */
+  input: z.enum(ANSWER_INPUTS, { message: `input must be one of ${ANSWER_INPUTS.join(', ')}` }).optional(),
 });
 
 const templateString = z.string().max(8000);

@@ -124,6 +124,30 @@ describe('SIP trunk agent: outbound calls to a baresip phone', () => {
     assert.equal(agent.dialogCount, 0);
   });
 
+  test('a call may ring past Timer B (64×T1): it ends only when aborted, then cancelled', async () => {
+    const shortTimers = await startAgent(phone.sipPort, {}, { t1Ms: 10 });
+    try {
+      const controller = new AbortController();
+      let rang = false;
+      const pending = shortTimers.invite({
+        callId: 'call-long-ring@test',
+        fromNumber: CALLER,
+        toNumber: '+15550000002',
+        sdp: offer(),
+        signal: controller.signal,
+        onProgress: () => {
+          rang = true;
+          // Three times Timer B (640 ms at T1 = 10 ms) of ringing, then the caller gives up.
+          setTimeout(() => controller.abort(), 3 * 64 * 10);
+        },
+      });
+      assert.deepEqual(await pending, { kind: 'cancelled' });
+      assert.equal(rang, true);
+    } finally {
+      await shortTimers.close();
+    }
+  });
+
   test('abort before any provisional response: the CANCEL waits for one (RFC 3261 §9.1), the call ends cancelled', async () => {
     const controller = new AbortController();
     const pending = agent.invite({ callId: 'call-early-cancel@test', fromNumber: CALLER, toNumber: '+15550000002', sdp: offer(), signal: controller.signal });

@@ -201,7 +201,10 @@ export class SipTrunkAgent {
     return `<sip:${user ? `${encodeUser(user)}@` : ''}${hostText(host)}:${port}${transport === 'tcp' ? ';transport=tcp' : ''}>`;
   }
 
-  /** An INVITE to the trunk; never rejects. */
+  /**
+   * An INVITE to the trunk; never rejects. It has no ring timeout of its own: once the call
+   * rings, only a final response or the abort of `signal` (CANCEL) ends the wait.
+   */
   invite(req: OutboundInvite): Promise<OutboundInviteResult> {
     if (this.closing) return Promise.resolve({ kind: 'failed', status: 0, reason: 'trunk unreachable: the SIP agent is shutting down' });
     if (req.signal?.aborted) return Promise.resolve({ kind: 'cancelled' });
@@ -237,7 +240,11 @@ export class SipTrunkAgent {
         log.info('CANCEL of the INVITE');
         this.transactions.request(cancelOf(current), peer, { onFinal: () => undefined });
         // §9.1: no final response to the INVITE 64×T1 after the CANCEL: the call is over anyway.
-        cancelGuard = setTimeout(() => finish({ kind: 'cancelled' }), 64 * this.timers.t1Ms);
+        const cancelled = current;
+        cancelGuard = setTimeout(() => {
+          this.transactions.abandon(cancelled);
+          finish({ kind: 'cancelled' });
+        }, 64 * this.timers.t1Ms);
       };
       const onAbort = () => {
         cancelRequested = true;
@@ -515,6 +522,7 @@ export class SipTrunkAgent {
       log.warn({ source: tx.from.address }, 'INVITE from a source that is not the trunk: 403');
       return void refuse(403);
     }
+    tx.respond(100);
     const fromValue = getHeader(invite, 'From')!;
     const remoteTag = tagOf(fromValue);
     const contact = getHeaderValues(invite, 'Contact')[0];

@@ -4,6 +4,7 @@
  * transaction, Timer D; non-INVITE: Timer E/F/K), server transactions answer a retransmitted
  * request from the transaction (INVITE: 100 Trying at once, a final non-2xx repeated until its
  * ACK, Timer G/H/I; a 2xx repeated until the dialog says its ACK came; non-INVITE: Timer J).
+ * The INVITE's 100 Trying is the transaction user's to send (after its own checks).
  * Transactions are keyed by the top Via branch and the CSeq method (a CANCEL shares its
  * INVITE's branch). What a transaction does not absorb goes to the transaction user.
  */
@@ -173,6 +174,16 @@ export class TransactionLayer {
     }
   }
 
+  /** Destroys a client transaction without a final response (§9.1: an INVITE whose CANCEL went unanswered for 64×T1). */
+  abandon(request: SipRequest): void {
+    const key = transactionKey(topViaBranch(request) ?? '', request.method);
+    const tx = this.clients.get(key);
+    if (!tx || tx.state === 'completed' || tx.state === 'terminated') return;
+    tx.state = 'terminated';
+    this.clearClient(tx);
+    this.clients.delete(key);
+  }
+
   private clearClient(tx: ClientTransaction): void {
     clearTimeout(tx.retransmit);
     clearTimeout(tx.timeout);
@@ -190,7 +201,12 @@ export class TransactionLayer {
     if (response.status < 200) {
       if (tx.state === 'calling' || tx.state === 'proceeding') {
         tx.state = 'proceeding';
-        if (tx.invite) clearTimeout(tx.retransmit);
+        // Timer B runs only until the first provisional response: a call may ring as long as
+        // the transaction user lets it (it ends the wait with a CANCEL).
+        if (tx.invite) {
+          clearTimeout(tx.retransmit);
+          clearTimeout(tx.timeout);
+        }
         tx.handlers.onProvisional?.(response);
       }
       return;
@@ -245,7 +261,6 @@ export class TransactionLayer {
       return;
     }
     const entry = this.createServer(message, from, key);
-    if (method === 'INVITE') entry.tx.respond(100);
     this.user?.onRequest(message, entry.tx);
   }
 

@@ -20,7 +20,7 @@ import { createEndpointing, type Endpointing } from './audio/endpointingConfig.j
 import { CallEventReporter } from './callEvents.js';
 import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation } from './liveCalls.js';
-import type { ChannelCloseReason } from './media/channel.js';
+import type { AudioBand, ChannelCloseReason } from './media/channel.js';
 import { CallRecorder } from './recording/callRecorder.js';
 import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
 import { startConfiguredMediaEdge, type EstablishedCall, type MediaEdge, type MediaEdgeConfig } from './server.js';
@@ -64,14 +64,19 @@ const END_REASON_OF: Record<ChannelCloseReason, string | undefined> = {
  * one (speechEngines.ts), logged, and said in a `speech_engine` System Note that the call's
  * next answer to the workflow carries (`takeNotes`). The workflow writes it with its own
  * notes: the edge's ended-call note route (callEvents.ts) takes notes only once the call has
- * ended, because the workflow's own note writes are positional.
+ * ended, because the workflow's own note writes are positional. A phone call's audio
+ * (`band` telephone) is heard by the recognisers chosen for that band (recognizerChoice.ts).
  */
-export function callSpeechOf(speech: SpeechEngines, log: Logger): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer; takeNotes: () => SystemNote[] } {
+export function callSpeechOf(
+  speech: SpeechEngines,
+  log: Logger,
+  band: AudioBand = 'wideband',
+): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer; takeNotes: () => SystemNote[] } {
   const notes: SystemNote[] = [];
   const engines = speech.forCall((failover) => {
     log.warn({ stage: failover.stage, failed: failover.failed, fallback: failover.fallback, error: failover.error }, 'speech engine failed: the offline engine takes over the call');
     notes.push({ at: new Date().toISOString(), kind: 'speech_engine', text: failoverNote(failover), data: { stage: failover.stage, failed: failover.failed, fallback: failover.fallback } });
-  });
+  }, { band });
   return { ...engines, takeNotes: () => notes.splice(0) };
 }
 
@@ -113,7 +118,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
 
   const onCall = (call: EstablishedCall) => {
     const log = logger.child({ callId: call.callId, codec: call.codec });
-    const callSpeech = callSpeechOf(speech, log);
+    const callSpeech = callSpeechOf(speech, log, call.channel.band);
     const engine = new ConversationEngine({
       channel: call.channel,
       synthesizer: callSpeech.synthesizer,

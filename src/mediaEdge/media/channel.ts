@@ -12,10 +12,19 @@ export const FRAME_SAMPLES = (SAMPLE_RATE * FRAME_MS) / 1000; // 320
 /** One 20 ms frame: FRAME_SAMPLES samples of 16 kHz mono PCM. */
 export type PcmFrame = Int16Array;
 
+/**
+ * What the far end's audio carried before it became 16 kHz frames: `telephone` is a phone
+ * line's 300–3400 Hz at 8 kHz (G.711), `wideband` a browser's microphone. Recognisers are
+ * chosen per band (speech/recognizerChoice.ts).
+ */
+export type AudioBand = 'wideband' | 'telephone';
+
 /** Why a channel closed: the far end hung up, the engine hung up, or the media was lost. */
 export type ChannelCloseReason = 'remote_hangup' | 'local_hangup' | 'media_lost';
 
 export interface MediaChannel {
+  /** The band of the far end's audio (absent: wideband). */
+  readonly band?: AudioBand;
   /** The far end's audio, one frame every 20 ms in order (gaps filled with silence by the jitter buffer). */
   onInbound(listener: (frame: PcmFrame) => void): () => void;
   /** Agent audio actually sent to the far end, as it leaves (for recordings and latency figures). */

@@ -7,7 +7,8 @@
  * installed, stops start-up with an error naming the variable. The cloud engines
  * (TTS_PROVIDER=elevenlabs, STT_PROVIDER=deepgram; their settings in cloudSpeechConfig.ts)
  * need their key and the default offline engine, which takes over a call when they fail;
- * so does Festival behind Piper.
+ * so does Festival behind Piper. Which offline recogniser hears an answer is chosen per
+ * audio band and per expect (STT_TELEPHONE_ENGINES, STT_WIDEBAND_ENGINES: recognizerChoice.ts).
  */
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
@@ -17,6 +18,8 @@ import { findExecutable } from './engineProcess.js';
 import { CLOUD_STT_PROVIDERS, CLOUD_TTS_PROVIDERS, createCloudSpeechEngines, type CloudSpeechConfig } from './cloudSpeechConfig.js';
 import { FallbackRecognizer, FallbackSynthesizer, type FailoverListener } from './fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './interfaces.js';
+import type { AudioBand } from '../media/channel.js';
+import { recognizerForBand, recognizerTable, tableUses, type RecognizerChoiceConfig, type RecognizerTable } from './recognizerChoice.js';
 import { PiperSynthesizer, type PiperOptions } from './piper.js';
 import { SynthesisQueueFullError } from './sentenceRendering.js';
 import { piperSettings } from './piperConfig.js';
@@ -37,7 +40,7 @@ export type TtsProvider = (typeof TTS_PROVIDERS)[number];
 export type SttProvider = (typeof STT_PROVIDERS)[number];
 
 /** The variables read (process.env fits). */
-export interface SpeechEnginesConfig extends CloudSpeechConfig {
+export interface SpeechEnginesConfig extends CloudSpeechConfig, RecognizerChoiceConfig {
   TTS_PROVIDER?: string;
   STT_PROVIDER?: string;
   FESTIVAL_MAX_QUEUED_PER_CALL?: string;
@@ -91,9 +94,13 @@ export interface SpeechEngines {
    * The engines of one call. A cloud engine gets the offline one behind it, and Piper gets
    * Festival: one retry of a failed utterance or line (Piper's is its own, per sentence),
    * then the offline engine for the rest of the call, which `onFailover` reports
-   * (docs/speech.md). The other offline engines are shared as they are.
+   * (docs/speech.md). The other offline engines are shared as they are. The recogniser of a
+   * call whose audio is on the telephone band (`band`, default wideband) is the band's
+   * choice per expect (`recognizers`).
    */
-  forCall(onFailover: FailoverListener): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer };
+  forCall(onFailover: FailoverListener, options?: { band?: AudioBand }): { synthesizer: SpeechSynthesizer; recognizer: SpeechRecognizer };
+  /** Which offline engine hears each expect, per band. */
+  readonly recognizers: RecognizerTable;
   /** Loads voices and dictionaries now rather than on the first call. */
   warmUp(): Promise<void>;
   /** Stops every engine process. */
@@ -142,6 +149,11 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const stt = sttCloud ? STT_PROVIDERS[0] : choose<SttProvider>('STT_PROVIDER', config.STT_PROVIDER, STT_PROVIDERS, CLOUD_STT_PROVIDERS);
   const limits = speechLimits(config);
   const whisper = whisperSettings(config, stt === 'whisper', stopStartUp);
+  const whisperInstalled = stt === 'whisper' || isWhisperInstalled(config);
+  const table = recognizerTable(config, stt, whisperInstalled, stopStartUp);
+  // Named in a table (not chosen by `auto`): it must be installed, and is loaded at start-up.
+  const whisperNamed = (['STT_TELEPHONE_ENGINES', 'STT_WIDEBAND_ENGINES'] as const).find((v) => /whisper/i.test(config[v] ?? ''));
+  if (whisperNamed && !whisperInstalled) whisperSettings(config, true, (_, message) => stopStartUp(whisperNamed, `${whisperNamed} names whisper: ${message}`));
   const piper = piperSettings(config, tts === 'piper', stopStartUp);
   const cloud = createCloudSpeechEngines(config, { tts: ttsCloud, stt: sttCloud }, stopStartUp);
 
@@ -179,10 +191,24 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
           maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
         });
 
+  // The engines the table sends answers to besides STT_PROVIDER's; an auto-chosen Whisper starts with the first phone answer.
+  const extraWhisper = stt !== 'whisper' && tableUses(table, 'whisper') ? new WhisperRecognizer(whisperSettings(config, true, stopStartUp)) : undefined;
+  const extraPocketsphinx =
+    stt !== 'pocketsphinx' && tableUses(table, 'pocketsphinx')
+      ? new PocketsphinxRecognizer({ binary: sttBinary, modelDir: POCKETSPHINX_MODEL_DIR, maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES, maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS })
+      : undefined;
+  const offline = {
+    pocketsphinx: stt === 'pocketsphinx' ? recognizer : extraPocketsphinx,
+    whisper: stt === 'whisper' ? recognizer : extraWhisper,
+  };
+  const offlineFor = (band: AudioBand) => recognizerForBand(table, band, stt, offline);
+
   return {
     synthesizer: cloud.synthesizer ?? synthesizer,
     recognizer: cloud.recognizer ?? recognizer,
-    forCall(onFailover) {
+    recognizers: table,
+    forCall(onFailover, options = {}) {
+      const heard = offlineFor(options.band ?? 'wideband');
       return {
         synthesizer: cloud.synthesizer
           ? new FallbackSynthesizer(cloud.synthesizer, synthesizer, onFailover)
@@ -190,7 +216,7 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
             ? // Piper retries a failed sentence itself; a full queue is the call's, not Piper failing.
               new FallbackSynthesizer(synthesizer, festivalBehindPiper, onFailover, { retries: 0, isEngineFailure: (err) => !(err instanceof SynthesisQueueFullError) })
             : synthesizer,
-        recognizer: cloud.recognizer ? new FallbackRecognizer(cloud.recognizer, recognizer, onFailover) : recognizer,
+        recognizer: cloud.recognizer ? new FallbackRecognizer(cloud.recognizer, heard, onFailover) : heard,
       };
     },
     async warmUp() {
@@ -210,9 +236,27 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
         if (stt !== 'whisper') throw err;
         throw new SpeechConfigError('STT_PROVIDER', `STT_PROVIDER=whisper does not work: ${(err as Error).message}`);
       }
+      await extraPocketsphinx?.warmUp();
+      if (extraWhisper && whisperNamed) {
+        try {
+          await extraWhisper.warmUp();
+        } catch (err) {
+          throw new SpeechConfigError(whisperNamed, `${whisperNamed} names whisper, which does not work: ${(err as Error).message}`);
+        }
+      }
     },
     async close() {
-      await Promise.all([synthesizer.close(), recognizer.close(), festivalBehindPiper?.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);
+      await Promise.all([synthesizer.close(), recognizer.close(), extraWhisper?.close(), extraPocketsphinx?.close(), festivalBehindPiper?.close(), cloud.synthesizer?.close(), cloud.recognizer?.close()]);
     },
   };
+}
+
+/** Whether the speech venv holds Whisper (the bootstrap installs it with STT_PROVIDER=whisper, and for the tests). */
+function isWhisperInstalled(config: SpeechEnginesConfig): boolean {
+  try {
+    whisperSettings(config, true, stopStartUp);
+    return true;
+  } catch {
+    return false;
+  }
 }

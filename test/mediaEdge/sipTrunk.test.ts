@@ -73,6 +73,9 @@ describe('SIP trunk agent: outbound calls to a baresip phone', () => {
     await result.dialog.bye();
     await phone.waitForEvent('CALL_CLOSED', (e) => e.id === established.id);
     assert.equal(agent.dialogCount, 0);
+    // The phone recorded the call both ways (what the helper offers the end-to-end tests).
+    const recordings = phone.recordings();
+    assert.ok(recordings.heard.length >= 1 && recordings.sent.length >= 1, JSON.stringify(recordings));
   });
 
   test('over TCP (transport=tcp): answered, and ended with BYE on the same kind of transport', async () => {
@@ -146,6 +149,15 @@ describe('SIP trunk agent: outbound calls to a baresip phone', () => {
     } finally {
       await shortTimers.close();
     }
+  });
+
+  test('closing the agent while a call rings: CANCEL to the phone, and the dial fails with status 0', async () => {
+    const closing = await startAgent(phone.sipPort);
+    const before = phone.events.length;
+    const result = await closing.invite({ callId: 'call-closing@test', fromNumber: CALLER, toNumber: '+15550000002', sdp: offer(), onProgress: () => void closing.close() });
+    assert.deepEqual(result, { kind: 'failed', status: 0, reason: 'the SIP agent shut down while the call was being set up' });
+    const incoming = await phone.waitForEvent('CALL_INCOMING', (e) => phone.events.indexOf(e) >= before);
+    await phone.waitForEvent('CALL_CLOSED', (e) => e.id === incoming.id);
   });
 
   test('abort before any provisional response: the CANCEL waits for one (RFC 3261 §9.1), the call ends cancelled', async () => {

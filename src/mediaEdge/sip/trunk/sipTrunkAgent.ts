@@ -121,6 +121,8 @@ export class SipTrunkAgent {
   private inviteHandler?: (invite: IncomingInvite) => Promise<void>;
   private refusedSources = 0;
   private closing?: Promise<void>;
+  /** What ends each INVITE still waiting for its answer when the agent closes. */
+  private readonly pendingInvites = new Set<() => void>();
 
   private constructor(
     private readonly options: SipTrunkAgentOptions,
@@ -173,6 +175,7 @@ export class SipTrunkAgent {
   /** Hangs up every dialog (waits for the BYEs up to 2 s) and closes the sockets. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      for (const shutDown of [...this.pendingInvites]) shutDown();
       const byes = Promise.allSettled([...this.dialogs.values()].map((d) => d.handle.bye()));
       await Promise.race([byes, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       this.transactions.close();
@@ -232,6 +235,7 @@ export class SipTrunkAgent {
         settled = true;
         clearTimeout(cancelGuard);
         req.signal?.removeEventListener('abort', onAbort);
+        this.pendingInvites.delete(shutDown);
         resolve(result);
       };
       const sendCancel = () => {
@@ -252,6 +256,12 @@ export class SipTrunkAgent {
         if (provisional) sendCancel();
       };
       req.signal?.addEventListener('abort', onAbort, { once: true });
+      // The agent closing under a dial: CANCEL what rings (best effort), and the dial fails.
+      const shutDown = () => {
+        if (provisional) sendCancel();
+        finish({ kind: 'failed', status: 0, reason: 'the SIP agent shut down while the call was being set up' });
+      };
+      this.pendingInvites.add(shutDown);
 
       const attempt = (authHeaders: SipHeader[]) => {
         provisional = false;

@@ -539,7 +539,7 @@ describe('SIP trunk agent: outbound transactions against a hand-written trunk', 
     peer?.close();
   });
 
-  test('the INVITE is retransmitted until a response (Timer A); a retransmitted 200 gets the ACK again; our BYE goes to the Contact', async () => {
+  test("the INVITE is retransmitted until a response (Timer A); a retransmitted 200 gets the ACK again; the callee's refresh re-INVITE gets our offer again; our BYE goes to the Contact", async () => {
     const pending = agent.invite({ callId: 'raw-out-1@test', fromNumber: CALLER, toNumber: CALLEE, sdp: offer() });
     const invite = await peer.waitFor(/^INVITE [^]*Call-ID: raw-out-1@test/);
     await peer.waitFor(/^INVITE [^]*Call-ID: raw-out-1@test/, 2);
@@ -556,6 +556,31 @@ describe('SIP trunk agent: outbound transactions against a hand-written trunk', 
     await peer.send(ok, agent.port);
     await peer.waitFor(/^ACK /, 2);
     if (result.kind !== 'answered') return;
+    // The callee's session refresh and keep-alive reach our dialog (their From is our To, tagged).
+    const ours = /^From: (.*)$/m.exec(invite)![1];
+    const theirs = `${/^To: (.*)$/m.exec(invite)![1]};tag=peer`;
+    const inDialog = (method: string, cseq: number, branch: string, body = '') =>
+      [
+        `${method} sip:${CALLER}@127.0.0.1:${agent.port} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=${branch};rport`,
+        'Max-Forwards: 70',
+        `From: ${theirs}`,
+        `To: ${ours}`,
+        'Call-ID: raw-out-1@test',
+        `CSeq: ${cseq} ${method}`,
+        `Contact: <sip:callee@127.0.0.1:${peer.port}>`,
+        ...(body ? ['Content-Type: application/sdp'] : []),
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        '',
+        body,
+      ].join('\r\n');
+    await peer.send(inDialog('INVITE', 100, 'z9hG4bKrefresh', offer(35000)), agent.port);
+    const refreshed = await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 100 INVITE/);
+    assert.match(refreshed, /a=rtpmap:0 PCMU\/8000/);
+    assert.equal(refreshed.slice(refreshed.indexOf('\r\n\r\n') + 4), offer());
+    await peer.send(inDialog('ACK', 100, 'z9hG4bKrefreshack'), agent.port);
+    await peer.send(inDialog('OPTIONS', 101, 'z9hG4bKkeepalive'), agent.port);
+    await peer.waitFor(/^SIP\/2\.0 200 [^]*CSeq: 101 OPTIONS/);
     const byeSent = result.dialog.bye();
     const bye = await peer.waitFor(/^BYE sip:callee@127\.0\.0\.1:\d+ /);
     assert.match(bye, /^CSeq: 2 BYE/m);

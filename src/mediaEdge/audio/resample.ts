@@ -80,11 +80,18 @@ function filterFor(fromRate: number, toRate: number): Filter {
   return filter;
 }
 
-/** A streaming sample-rate converter for one mono stream. */
+/**
+ * A streaming sample-rate converter for one mono stream. Its input history lives in one
+ * growable buffer (appended to in place, compacted when consumed) and each push fills one
+ * output array: a phone call resamples every 20 ms frame both ways, so per-frame allocations
+ * and copies were most of its cost.
+ */
 export class Resampler {
   private readonly filter: Filter;
-  /** Input samples from absolute index `bufferStart` on (negative indexes are the silence before the stream). */
-  private buffer: Float64Array;
+  /** Input samples from absolute index `bufferStart` on, at data[offset .. offset + length) (negative indexes are the silence before the stream). */
+  private data: Float64Array;
+  private offset = 0;
+  private length: number;
   private bufferStart: number;
   private received = 0;
   private produced = 0;
@@ -97,7 +104,8 @@ export class Resampler {
       if (!Number.isInteger(rate) || rate <= 0) throw new RangeError(`${name} must be a positive whole number of hertz, got ${rate}`);
     }
     this.filter = filterFor(fromRate, toRate);
-    this.buffer = new Float64Array(this.filter.halfTaps);
+    this.data = new Float64Array(4 * this.filter.halfTaps + 1024);
+    this.length = this.filter.halfTaps;
     this.bufferStart = -this.filter.halfTaps;
   }
 
@@ -118,7 +126,9 @@ export class Resampler {
     const total = Math.ceil((this.received * this.filter.up) / this.filter.down);
     this.append(new Int16Array(this.filter.halfTaps + 1));
     const out = this.produce(Number.POSITIVE_INFINITY, total);
-    this.buffer = new Float64Array(this.filter.halfTaps);
+    this.data.fill(0);
+    this.offset = 0;
+    this.length = this.filter.halfTaps;
     this.bufferStart = -this.filter.halfTaps;
     this.received = 0;
     this.produced = 0;
@@ -126,39 +136,54 @@ export class Resampler {
   }
 
   private append(samples: Int16Array): void {
-    const next = new Float64Array(this.buffer.length + samples.length);
-    next.set(this.buffer);
-    next.set(samples, this.buffer.length);
-    this.buffer = next;
+    const needed = this.length + samples.length;
+    if (this.offset + needed > this.data.length) {
+      if (needed <= this.data.length / 2) {
+        this.data.copyWithin(0, this.offset, this.offset + this.length);
+      } else {
+        const grown = new Float64Array(2 * needed);
+        grown.set(this.data.subarray(this.offset, this.offset + this.length));
+        this.data = grown;
+      }
+      this.offset = 0;
+    }
+    this.data.set(samples, this.offset + this.length);
+    this.length = needed;
   }
 
   /** Outputs whose taps all lie below input index `available`, up to `limit` outputs in all. */
   private produce(available: number, limit = Number.POSITIVE_INFINITY): Int16Array {
     const { up, down, halfTaps, coefficients } = this.filter;
     const taps = 2 * halfTaps;
-    const end = this.bufferStart + this.buffer.length;
-    const out: number[] = [];
-    for (;;) {
-      if (this.produced >= limit) break;
+    const end = this.bufferStart + this.length;
+    const reach = Math.min(available, end);
+    // At most this many outputs can be computable (an upper bound; the loop decides).
+    const room = Math.max(0, Math.min(limit - this.produced, Math.ceil(((reach - halfTaps + 1) * up) / down) - this.produced + 1));
+    const out = new Int16Array(room);
+    const data = this.data;
+    const base0 = this.offset - this.bufferStart;
+    let n = 0;
+    while (n < room) {
       const position = this.produced * down;
       const i0 = Math.floor(position / up);
-      const last = i0 + halfTaps;
-      if (last >= available || last >= end) break;
+      if (i0 + halfTaps >= reach) break;
       const phase = position - i0 * up;
-      const first = i0 - halfTaps + 1 - this.bufferStart;
-      let acc = 0;
+      const first = base0 + i0 - halfTaps + 1;
       const base = phase * taps;
-      for (let j = 0; j < taps; j++) acc += coefficients[base + j] * this.buffer[first + j];
-      out.push(acc > 32767 ? 32767 : acc < -32768 ? -32768 : Math.round(acc));
+      let acc = 0;
+      for (let j = 0; j < taps; j++) acc += coefficients[base + j] * data[first + j];
+      out[n++] = acc > 32767 ? 32767 : acc < -32768 ? -32768 : Math.round(acc);
       this.produced++;
     }
     // Keep only what the next output still reads.
     const keepFrom = Math.floor((this.produced * down) / up) - halfTaps + 1;
     if (keepFrom > this.bufferStart) {
-      this.buffer = this.buffer.slice(keepFrom - this.bufferStart);
-      this.bufferStart = keepFrom;
+      const drop = Math.min(keepFrom - this.bufferStart, this.length);
+      this.offset += drop;
+      this.length -= drop;
+      this.bufferStart += drop;
     }
-    return Int16Array.from(out);
+    return n === room ? out : out.slice(0, n);
   }
 }
 

@@ -14,6 +14,10 @@ export class FrameClock {
   private readonly listeners = new Set<TickListener>();
   private timer: NodeJS.Timeout | undefined;
   private next = 0;
+  /** When the tick being run was due (performance.now() ms): a listener's lateness is now minus this. */
+  scheduledAt = 0;
+  /** Ticks skipped after stalls longer than the catch-up allows. */
+  droppedTicks = 0;
 
   constructor(
     private readonly onListenerError: (err: unknown) => void,
@@ -48,10 +52,12 @@ export class FrameClock {
     const now = performance.now();
     let due = Math.floor((now - this.next) / this.periodMs) + 1;
     if (due > MAX_CATCH_UP_TICKS) {
+      this.droppedTicks += due - MAX_CATCH_UP_TICKS;
       this.next = now - (MAX_CATCH_UP_TICKS - 1) * this.periodMs;
       due = MAX_CATCH_UP_TICKS;
     }
     for (let i = 0; i < due; i++) {
+      this.scheduledAt = this.next + i * this.periodMs;
       for (const listener of [...this.listeners]) {
         try {
           listener();

@@ -86,5 +86,9 @@ describe('SIP trunk settings', () => {
     assert.ok(resolved.described.includes('127.0.0.1') || resolved.described.includes('::1'), resolved.described.join(','));
     assert.equal(resolved.list.check('127.0.0.1') || resolved.list.check('::1', 'ipv6'), true);
     assert.equal(resolved.list.check('10.1.2.3'), false);
+    await assert.rejects(
+      allowedSourcesOf(parseTrunkSettings({ SIP_TRUNK_URI: 'sip:trunk.invalid' })!),
+      (err: unknown) => err instanceof ConfigError && err.variable === 'SIP_TRUNK_URI' && /trunk\.invalid.*does not resolve/.test(err.message),
+    );
   });
 });

@@ -150,7 +150,11 @@ export async function allowedSourcesOf(settings: TrunkSettings): Promise<{ list:
   let cidrs = settings.allowedSources;
   if (!cidrs) {
     const host = settings.trunk.host;
-    cidrs = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+    try {
+      cidrs = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+    } catch (err) {
+      throw new ConfigError('SIP_TRUNK_URI', `has a host, ${host}, that does not resolve (${(err as NodeJS.ErrnoException).code ?? String(err)}), so the default SIP_TRUNK_ALLOWED_SOURCES cannot be known: fix the host or set SIP_TRUNK_ALLOWED_SOURCES`);
+    }
   }
   for (const cidr of cidrs) {
     const [address, prefix] = cidr.split('/');

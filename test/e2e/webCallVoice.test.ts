@@ -5,6 +5,8 @@
 // reads). The page's microphone is a WebAudio stream the test speaks festival-made answers
 // into once each prompt has played; the agent's audio arriving in the page is measured
 // with an AnalyserNode. Latency is not asserted here (bench/voiceTurns.ts measures it).
+// One call runs with Whisper and the Silero endpointer (the edge's engines are switched for
+// it; the rest of the set-up is shared), answering a free-text question.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -22,7 +24,10 @@ import { freePort } from '../../src/localPorts.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { readWav, writeWav } from '../../src/mediaEdge/audio/wav.js';
 import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
+import { createEndpointing, type Endpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
+import { VoiceEndpointer } from '../../src/mediaEdge/audio/voiceEndpointing.js';
 import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
+import type { WhisperRecognizer } from '../../src/mediaEdge/speech/whisper.js';
 import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
 import { createRecordingStore } from '../../src/recordings/index.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
@@ -56,6 +61,15 @@ const SCRIPT = {
   ],
 };
 
+/** Asks one free-text question, thanks and ends: the call that runs with Whisper and Silero. */
+const FREE_TEXT_SCRIPT = {
+  name: 'Voice reason',
+  steps: [
+    { id: 'ask_reason', type: 'ask', question: 'What is the reason for your call?', variable: 'answers.reason', expect: 'text' },
+    { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
+  ],
+};
+
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let worker: Worker;
@@ -64,7 +78,43 @@ let speech: SpeechEngines;
 let edge: VoiceEdge;
 let team: TestTeam;
 let example: ExampleServer;
+let freeTextExample: ExampleServer;
 let browser: Browser;
+/**
+ * The engines and endpointing the edge gives its next call: the defaults (Festival,
+ * pocketsphinx, energy), or Whisper and Silero while the test that runs them sets these.
+ */
+let whisperSpeech: SpeechEngines | undefined;
+let sileroEndpointing: Endpointing | undefined;
+const energyEndpointing = createEndpointing({});
+const edgeSpeech: SpeechEngines = {
+  get synthesizer() {
+    return (whisperSpeech ?? speech).synthesizer;
+  },
+  get recognizer() {
+    return (whisperSpeech ?? speech).recognizer;
+  },
+  get recognizers() {
+    return (whisperSpeech ?? speech).recognizers;
+  },
+  forCall: (onFailover, options) => (whisperSpeech ?? speech).forCall(onFailover, options),
+  warmUp: () => speech.warmUp(),
+  close: () => speech.close(),
+};
+const edgeEndpointing: Endpointing = {
+  get kind() {
+    return (sileroEndpointing ?? energyEndpointing).kind;
+  },
+  get settings() {
+    return (sileroEndpointing ?? energyEndpointing).settings;
+  },
+  get echoMarginDb() {
+    return (sileroEndpointing ?? energyEndpointing).echoMarginDb;
+  },
+  create: () => (sileroEndpointing ?? energyEndpointing).create(),
+  warmUp: () => energyEndpointing.warmUp(),
+  close: () => energyEndpointing.close(),
+};
 let recordingsDir: string;
 
 before(async () => {
@@ -89,7 +139,8 @@ before(async () => {
   edge = await startVoiceEdge({
     config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, MEDIA_EDGE_SIP_DOMAIN: SIP_DOMAIN, LOG_LEVEL: 'silent' }),
     logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
+    speech: edgeSpeech,
+    endpointing: edgeEndpointing,
     recordings: createRecordingStore(workerConfig),
     temporalAddress: env.address,
     temporalNamespace: env.namespace ?? 'default',
@@ -106,6 +157,9 @@ before(async () => {
   assert.equal(contact.status, 201, contact.text);
   await linkObjectsToContact(app.pool, team.teamId, contact.json.contact_id, { account: { pin: ACCOUNT_PIN } });
   example = await startExampleServer({ apiUrl: app.url, apiKey: team.apiKey, scriptId, contactId: contact.json.contact_id, port: 0, iceServers: [] });
+  assert.ok(parseScriptDefinition(FREE_TEXT_SCRIPT).ok);
+  const freeText = await insertScript(app.pool, { teamId: team.teamId, name: FREE_TEXT_SCRIPT.name, definition: FREE_TEXT_SCRIPT });
+  freeTextExample = await startExampleServer({ apiUrl: app.url, apiKey: team.apiKey, scriptId: freeText.id, port: 0, iceServers: [] });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     headless: true,
@@ -123,6 +177,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await example?.close();
+  await freeTextExample?.close();
   await edge?.close();
   await speech?.close();
   worker?.shutdown();
@@ -277,11 +332,11 @@ async function speakInPage(page: Page, text: string): Promise<void> {
 }
 
 /** Opens the example page with the audio hooks, clicks Start call, and returns the new web call's workflow. */
-async function startCall(): Promise<{ page: Page; callId: string; handle: WorkflowHandle }> {
+async function startCall(server: ExampleServer = example): Promise<{ page: Page; callId: string; handle: WorkflowHandle }> {
   const before = new Set((await app.pool.query<{ id: string }>('SELECT id FROM calls WHERE team_id = $1', [team.teamId])).rows.map((r) => r.id));
   const page = await browser.newPage();
   await page.addInitScript({ content: PAGE_AUDIO });
-  await page.goto(example.url);
+  await page.goto(server.url);
   await page.click('#call');
   await page.waitForSelector('#status[data-state="connected"]', { timeout: 20_000 });
   const { rows } = await app.pool.query<{ id: string }>("SELECT id FROM calls WHERE team_id = $1 AND type = 'web'", [team.teamId]);
@@ -412,5 +467,31 @@ test('wrong answers by voice fail the Auth Check; the visitor clicks Hang up aft
     await assertRecording(callId, call);
   } finally {
     await page.close();
+  }
+});
+
+test('with Whisper and the Silero endpointer (STT_PROVIDER=whisper, ENDPOINTER=silero): a free-text answer is heard word for word, the call completes', async () => {
+  whisperSpeech = createSpeechEngines({ STT_PROVIDER: 'whisper' });
+  sileroEndpointing = createEndpointing({ ENDPOINTER: 'silero' });
+  try {
+    await Promise.all([whisperSpeech.warmUp(), sileroEndpointing.warmUp()]);
+    const { page, callId, handle } = await startCall(freeTextExample);
+    try {
+      assert.ok(edge.engines.get(callId)?.endpointer instanceof VoiceEndpointer, 'the call listens with the Silero endpointer');
+      await answerByVoice(page, handle, [{ step: 'ask_reason', say: 'I would like to book an appointment for next week.' }]);
+      await page.waitForSelector('#status[data-state="ended"]', { timeout: 60_000 });
+      const result = await callResultOrStuck(app.pool, env.client, callId, 30_000);
+      assert.deepEqual({ status: result.status, endReason: result.endReason }, { status: 'completed', endReason: 'agent_hangup' });
+      const call = await callResult(callId);
+      assert.deepEqual(userTurns(call), ['i would like to book an appointment for next week']);
+      assert.equal((whisperSpeech.recognizer as WhisperRecognizer).pool.stats.recognised, 1, 'Whisper heard the answer');
+    } finally {
+      await page.close();
+    }
+  } finally {
+    const [whisper, silero] = [whisperSpeech, sileroEndpointing];
+    whisperSpeech = undefined;
+    sileroEndpointing = undefined;
+    await Promise.all([whisper.close(), silero.close()]);
   }
 });

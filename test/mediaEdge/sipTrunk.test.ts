@@ -35,10 +35,10 @@ function settings(trunkPort: number, extra: Partial<TrunkSettings> = {}, transpo
 }
 
 /** An agent whose Contact/Via name the port it got. */
-async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {}, options: { transport?: 'udp' | 'tcp'; t1Ms?: number; caps?: SipTrunkAgentOptions['transport'] } = {}): Promise<SipTrunkAgent> {
+async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {}, options: { transport?: 'udp' | 'tcp'; t1Ms?: number; caps?: SipTrunkAgentOptions['transport']; inboundDecisionMs?: number } = {}): Promise<SipTrunkAgent> {
   const port = await freePort();
   const s = settings(trunkPort, { listen: { host: '127.0.0.1', port }, publicAddress: { host: '127.0.0.1', port }, ...extra }, options.transport);
-  return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) }, transport: options.caps });
+  return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) }, transport: options.caps, inboundDecisionMs: options.inboundDecisionMs });
 }
 
 describe('SIP trunk agent: outbound calls to a baresip phone', () => {
@@ -478,6 +478,30 @@ describe('SIP trunk agent: transactions and dialogs with a hand-written far end'
     assert.deepEqual(ended, ['remote_bye']);
     assert.equal(invites.length, 1);
     assert.equal(agent.dialogCount, 0);
+  });
+
+  test('a handler that decides nothing in time: the INVITE is answered 503 and its signal aborted', async () => {
+    const slow = await startAgent(peer.port, {}, { inboundDecisionMs: 200 });
+    try {
+      let aborted = false;
+      slow.onIncomingInvite(
+        (invite) =>
+          new Promise<void>((resolve) => {
+            invite.signal.addEventListener('abort', () => {
+              aborted = true;
+              resolve();
+            });
+          }),
+      );
+      const base = { uri: `sip:+15550001111@127.0.0.1:${slow.port}`, callId: 'raw-slow@test', fromTag: 's1', port: peer.port, branch: 'z9hG4bKslow', cseq: 1 };
+      await peer.send(rawRequest({ ...base, method: 'INVITE', contentType: 'application/sdp', body: offer() }), slow.port);
+      const refused = await peer.waitFor(/^SIP\/2\.0 503 [^]*Call-ID: raw-slow@test/);
+      assert.match(refused, /no decision in time/);
+      await peer.send(rawRequest({ ...base, method: 'ACK', toTag: toTagOf(refused) }), slow.port);
+      assert.equal(aborted, true);
+    } finally {
+      await slow.close();
+    }
   });
 
   test('an INVITE without G.711 gets 488 and reaches no one', async () => {

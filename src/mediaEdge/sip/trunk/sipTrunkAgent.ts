@@ -61,7 +61,10 @@ export interface IncomingInvite {
   toNumber: string;
   sourceAddress: string;
   sdp: string;
-  /** Aborted when the caller cancels (CANCEL) before an answer. An addition to the agreed interface. */
+  /**
+   * Aborted when the caller cancels (CANCEL) before an answer, or when the decision took too
+   * long (the INVITE was answered 503). An addition to the agreed interface.
+   */
   signal: AbortSignal;
   /** A final refusal (404, 480, 486, …); nothing once answered or cancelled. */
   reject(status: number, reason: string): void;
@@ -78,6 +81,8 @@ export interface SipTrunkAgentOptions {
   transport?: Partial<Omit<SipTransportOptions, 'host' | 'port' | 'logger' | 'onMessage'>>;
   /** The User-Agent header. */
   userAgent?: string;
+  /** How long `onIncomingInvite` may take to answer or reject before the INVITE is answered 503 (default 30 s). */
+  inboundDecisionMs?: number;
 }
 
 /** What the agent refused or dropped: the transport's counters and the sources refused 403. */
@@ -604,6 +609,14 @@ export class SipTrunkAgent {
       },
     };
     log.info({ from: incoming.fromNumber, to: incoming.toNumber, source: incoming.sourceAddress }, 'INVITE from the trunk');
+    // A decision that never comes must not hold the caller (nor the transaction) forever; a
+    // 5xx also lets a carrier try its next origination URI.
+    setTimeout(() => {
+      if (tx.finished || answered) return;
+      log.warn('no decision on the INVITE in time: 503');
+      refuse(503, 'Service Unavailable (no decision in time)');
+      cancelled.abort();
+    }, this.options.inboundDecisionMs ?? 30_000).unref();
     handler(incoming).then(
       () => {
         if (!tx.finished && !answered) {

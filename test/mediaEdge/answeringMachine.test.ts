@@ -13,7 +13,7 @@ import {
   DEFAULT_ANSWERING_MACHINE_SETTINGS,
   detectAnsweringMachine,
 } from '../../src/mediaEdge/conversation/answeringMachineDetector.js';
-import { screenAnsweredCall } from '../../src/mediaEdge/conversation/voicemailDrop.js';
+import { CallScreener, screenAnsweredCall } from '../../src/mediaEdge/conversation/voicemailDrop.js';
 import type { SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { beepStartMs, labelledLines, lineAudio } from '../../bench/voicemailSet.js';
 import { whiteNoise } from '../support/loopbackChannel.js';
@@ -266,6 +266,24 @@ describe('voicemail drop', () => {
     // The greeting's last sound: the line is silent after it (TRAIL_MS of the set).
     const lastVoiceMs = (audio.length * 1000) / SAMPLE_RATE - 4000;
     assert.ok(channel.sent[0].atMs > lastVoiceMs, `the message began at ${channel.sent[0].atMs} ms, the greeting ended near ${lastVoiceMs} ms`);
+    channel.close('local_hangup');
+  });
+
+  it('started at the answer and told the message only later, still hears the greeting from its start and waits for the beep', async () => {
+    const greeting = labelledLines().find((l) => l.id === 'machine-0-festival')!;
+    const channel = new ScriptedChannel(sliceFrames(await lineAudio(greeting)));
+    const screener = new CallScreener(channel);
+    // The call workflow asks once the verdict is in, long before the beep.
+    await new Promise<void>((resolve) => {
+      const poll = () => (channel.heardMs >= 4500 ? resolve() : setImmediate(poll));
+      poll();
+    });
+    const screening = await screener.finish({ synthesizer: hum, voicemailMessage: MESSAGE });
+    screener.stop();
+    assert.equal(screening.outcome, 'voicemail_left');
+    assert.ok(screening.detection!.decidedAtMs < 4500, `decided at ${screening.detection!.decidedAtMs} ms`);
+    assert.equal(screening.message?.cue, 'beep');
+    assert.ok(channel.sent[0].atMs >= (await beepStartMs(greeting))! + 400);
     channel.close('local_hangup');
   });
 

@@ -2,15 +2,25 @@
  * Screening an answered outbound call for a machine, and leaving the script's voicemail
  * message on one (docs/telephony.md, "Voicemail detection").
  *
- * `screenAnsweredCall` is what the edge runs on an outbound phone call right after the
- * answer, before the script's first line: the answering-machine detector hears the callee's
- * first seconds. A person (or no verdict) → `human`: the script runs as usual. A machine →
- * the call ends as status `voicemail` (end_reason `voicemail`); with a message, the agent
- * first waits for the beep (and its end), or for the greeting to end (a long silence), or
- * at most `maxGreetingWaitMs`, then says the message. The caller of this function hangs up
- * afterwards and reports what happened: the `ended` event with reason `voicemail`, and the
- * message as the agent's transcript turn. The channel's recorder, started at the answer,
- * hears the message like any line.
+ * The answering-machine detector hears the callee's first seconds. A person (or no verdict)
+ * → `human`: the script runs as usual. A machine → the call ends as status `voicemail`
+ * (end_reason `voicemail`); with a message, the agent first waits for the beep (and its
+ * end), or for the greeting to end (a long silence), or at most `maxGreetingWaitMs`, then
+ * says the message. The channel's recorder, started at the answer, hears the message like
+ * any line.
+ *
+ * How an outbound phone call uses it (the outbound wiring's to do; the interface is this file):
+ *   1. at the answer, before anything is said: `new CallScreener(call.channel)` for an
+ *      outbound call only (an inbound caller is never screened), kept with the live call;
+ *   2. before the script's first line: `screener.finish({ synthesizer, voicemailMessage })`,
+ *      the message being the script's `voicemail_message` filled by `voicemailMessageOf`
+ *      (src/domain/scripts/voicemail.ts, pure: the call workflow can fill it and pass it);
+ *      `screenAnsweredCall` does 1 and 2 at once when the message is known at the answer;
+ *   3. `human` → the script runs; `voicemail` / `voicemail_left` → hang up (BYE), the message
+ *      (when said) becomes the agent's transcript turn, a System Note gives the detection
+ *      (reason, greeting ms, words, beep), and the call ends status `voicemail`, end_reason
+ *      `voicemail`; `channel_closed` → the call's usual end for the close reason (hang-up,
+ *      dropout), with the message's turn when part of it was said.
  */
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
 import type { SpeechSynthesizer } from '../speech/interfaces.js';
@@ -78,70 +88,105 @@ class ChannelClosed {
 }
 
 /**
+ * Detection that starts hearing the call at once (construct it at the answer, so the
+ * callee's first word is heard even if what to do next is known only later, e.g. when the
+ * call workflow asks with the script's message); `finish` waits for the verdict and does
+ * the drop. `stop` when done with it.
+ */
+export class CallScreener {
+  readonly settings: VoicemailDropSettings;
+  private readonly detector: AnsweringMachineDetector;
+  private detection: AnsweringMachineResult | undefined;
+  private closed: ChannelCloseReason | undefined;
+  private wake: (() => void) | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly channel: MediaChannel,
+    settings: Partial<VoicemailDropSettings> = {},
+  ) {
+    this.settings = { ...DEFAULT_VOICEMAIL_DROP_SETTINGS, ...settings };
+    this.detector = new AnsweringMachineDetector(this.settings);
+    this.unsubscribe = channel.onInbound((frame: PcmFrame) => {
+      this.detection = this.detector.push(frame) ?? this.detection;
+      this.wake?.();
+    });
+    void channel.closed.then((reason) => {
+      this.closed = reason;
+      this.wake?.();
+    });
+  }
+
+  /** Stops hearing the call. */
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** The verdict, then on a machine the message (when there is one) after the beep or the greeting. */
+  async finish(options: { synthesizer: SpeechSynthesizer; voicemailMessage?: string; signal?: AbortSignal }): Promise<CallScreening> {
+    const { synthesizer, signal } = options;
+    const message = options.voicemailMessage?.trim();
+    const { detector, settings } = this;
+    signal?.throwIfAborted();
+    const onAbort = () => this.wake?.();
+    signal?.addEventListener('abort', onAbort);
+    try {
+      await this.until(() => this.detection !== undefined, signal);
+      const verdict = this.detection!;
+      if (verdict.verdict !== 'machine') return { outcome: 'human', detection: verdict };
+      if (!message) return { outcome: 'voicemail', detection: verdict };
+
+      let cue: MessageCue = 'max_wait';
+      await this.until(() => {
+        if (detector.beepEndedAt !== undefined && detector.heardMs - detector.beepEndedAt >= settings.afterBeepMs) cue = 'beep';
+        else if (detector.beepAt === undefined && detector.heardVoice && detector.silenceMs >= settings.endOfGreetingSilenceMs) cue = 'greeting_end';
+        else if (detector.heardMs < settings.maxGreetingWaitMs) return false;
+        return true;
+      }, signal);
+      const startedAtMs = Math.round(detector.heardMs);
+      this.stop();
+      const { playedMs, closeReason } = await play(this.channel, synthesizer, message, signal, () => this.closed);
+      const said = { text: message, playedMs, startedAtMs, cue };
+      // The machine hung up mid-message: what left is still the call's last line.
+      if (closeReason) return { outcome: 'channel_closed', detection: verdict, message: said, closeReason };
+      return { outcome: 'voicemail_left', detection: verdict, message: said };
+    } catch (err) {
+      if (err instanceof ChannelClosed) return { outcome: 'channel_closed', ...(this.detection ? { detection: this.detection } : {}), closeReason: err.reason };
+      throw err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Resolves once `done` holds after a frame (or now); rejects when the channel closes or `signal` aborts. */
+  private until(done: () => boolean, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (signal?.aborted) reject(signal.reason);
+        else if (this.closed) reject(new ChannelClosed(this.closed));
+        else if (done()) resolve();
+        else return;
+        this.wake = undefined;
+      };
+      this.wake = check;
+      check();
+    });
+  }
+}
+
+/**
  * Runs detection on the channel's inbound audio, then the voicemail drop on a machine.
  * Call it once the call is answered and before anything is said on it; hang up afterwards
  * unless the outcome is `human`.
  */
 export async function screenAnsweredCall(options: ScreenAnsweredCallOptions): Promise<CallScreening> {
-  const { channel, synthesizer, signal } = options;
-  const settings: VoicemailDropSettings = { ...DEFAULT_VOICEMAIL_DROP_SETTINGS, ...options.settings };
-  const detector = new AnsweringMachineDetector(settings);
-  const message = options.voicemailMessage?.trim();
-  signal?.throwIfAborted();
-
-  let closed: ChannelCloseReason | undefined;
-  let wake: (() => void) | undefined;
-  /** Frames heard, each fed to the detector; `until` checks after each one. */
-  const until = (done: () => boolean): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (signal?.aborted) reject(signal.reason);
-        else if (closed) reject(new ChannelClosed(closed));
-        else if (done()) resolve();
-        else return;
-        wake = undefined;
-      };
-      wake = check;
-      check();
-    });
-  let detection: AnsweringMachineResult | undefined;
-  const unsubscribe = channel.onInbound((frame: PcmFrame) => {
-    detection = detector.push(frame) ?? detection;
-    wake?.();
-  });
-  const onAbort = () => wake?.();
-  signal?.addEventListener('abort', onAbort);
-  void channel.closed.then((reason) => {
-    closed = reason;
-    wake?.();
-  });
-
+  options.signal?.throwIfAborted();
+  const screener = new CallScreener(options.channel, options.settings);
   try {
-    await until(() => detection !== undefined);
-    const verdict = detection!;
-    if (verdict.verdict !== 'machine') return { outcome: 'human', detection: verdict };
-    if (!message) return { outcome: 'voicemail', detection: verdict };
-
-    let cue: MessageCue = 'max_wait';
-    await until(() => {
-      if (detector.beepEndedAt !== undefined && detector.heardMs - detector.beepEndedAt >= settings.afterBeepMs) cue = 'beep';
-      else if (detector.beepAt === undefined && detector.heardVoice && detector.silenceMs >= settings.endOfGreetingSilenceMs) cue = 'greeting_end';
-      else if (detector.heardMs < settings.maxGreetingWaitMs) return false;
-      return true;
-    });
-    const startedAtMs = Math.round(detector.heardMs);
-    unsubscribe();
-    const { playedMs, closeReason } = await play(channel, synthesizer, message, signal, () => closed);
-    const said = { text: message, playedMs, startedAtMs, cue };
-    // The machine hung up mid-message: what left is still the call's last line.
-    if (closeReason) return { outcome: 'channel_closed', detection: verdict, message: said, closeReason };
-    return { outcome: 'voicemail_left', detection: verdict, message: said };
-  } catch (err) {
-    if (err instanceof ChannelClosed) return { outcome: 'channel_closed', ...(detection ? { detection } : {}), closeReason: err.reason };
-    throw err;
+    return await screener.finish(options);
   } finally {
-    unsubscribe();
-    signal?.removeEventListener('abort', onAbort);
+    screener.stop();
   }
 }
 

@@ -121,6 +121,8 @@ async function askService(invite: IncomingInvite, o: InboundPhoneCallsOptions, l
       if (res.ok && typeof body.call_id === 'string') return { kind: 'taken', callId: body.call_id, status: String(body.status) };
       detail = `${res.status} ${body.message ?? ''}`.trim();
       if (typeof body.sip_status === 'number') return { kind: 'refused', sipStatus: body.sip_status, detail };
+      // Rate-limited: the caller may try again later, like a service that cannot be reached.
+      if (res.status === 429) return { kind: 'refused', sipStatus: 503, detail };
       if (res.status < 500) {
         // The edge's own mistake (a wrong secret, a malformed request): said, not retried.
         log.error({ status: res.status, detail }, 'the service refused the incoming call request');

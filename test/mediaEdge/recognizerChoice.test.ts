@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { extractAnswer } from '../../src/domain/authCheck/index.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { sliceFrames } from '../../src/mediaEdge/audio/frames.js';
+import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import type { SpeechRecognizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { RecognizerByExpect, recognizerTable, TABLE_EXPECTS } from '../../src/mediaEdge/speech/recognizerChoice.js';
 import { createSpeechEngines, SpeechConfigError, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
@@ -85,6 +86,16 @@ describe('a phone call’s answers by expect (real engines)', () => {
     assert.ok(phone instanceof RecognizerByExpect);
     assert.equal(phone.engineFor('yes_no').name, 'pocketsphinx');
     for (const expect of ['digits', 'number', 'date', 'name', 'free', 'text', undefined] as const) assert.equal(phone.engineFor(expect).name, 'whisper', String(expect));
+  });
+
+  it("a phone call's RTP channel says it is on the telephone band, so its call gets the telephone table", async () => {
+    const rtp = await openRtpSession({ portRange: { min: 41000, max: 41999 }, bindAddress: '127.0.0.1' });
+    try {
+      assert.equal(rtp.channel.band, 'telephone');
+      assert.ok(callSpeechOf(engines, createLogger('silent'), rtp.channel.band).recognizer instanceof RecognizerByExpect);
+    } finally {
+      rtp.close();
+    }
   });
 
   it('a telephone-band date goes to Whisper and is read as the date; a yes/no to the pocketsphinx grammar', async () => {

@@ -218,6 +218,8 @@ class G711RtpSession implements RtpSession {
   private channelFacade(): RtpMediaChannel {
     const media = this.media;
     return {
+      // G.711 at 8 kHz: the recognisers are chosen for the telephone band (speech/recognizerChoice.ts).
+      band: 'telephone',
       closed: media.closed,
       onInbound: (listener: (frame: PcmFrame) => void) => media.onInbound(listener),
       onOutbound: (listener: (frame: PcmFrame) => void) => media.onOutbound(listener),

@@ -82,6 +82,19 @@ for (const [title, set] of Object.entries(halves)) {
   if (halfArg === 'held-out' && !title.startsWith('held-out')) continue;
   report(title, set);
 }
+// The detector's cost: every line's whole audio through a detector that never stops listening (the drop's case).
+{
+  const { AnsweringMachineDetector } = await import('../src/mediaEdge/conversation/answeringMachineDetector.js');
+  const all = await Promise.all(lines.map(async (line) => sliceFrames(await lineAudio(line))));
+  const frames = all.reduce((n, f) => n + f.length, 0);
+  const started = performance.now();
+  for (const lineFrames of all) {
+    const detector = new AnsweringMachineDetector();
+    for (const frame of lineFrames) detector.push(frame);
+  }
+  const perFrameUs = ((performance.now() - started) * 1000) / frames;
+  console.log(`\ncost: ${perFrameUs.toFixed(1)} µs of CPU per 20 ms frame (${frames} frames), ${((perFrameUs / 20_000) * 100).toFixed(2)} % of one core per call while it listens`);
+}
 if (showErrors) {
   console.log('\nerrors:');
   for (const s of scored.filter((x) => verdictOf(x) !== x.line.label)) {

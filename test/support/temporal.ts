@@ -98,10 +98,12 @@ export function quietTemporalRuntime(): void {
  */
 export async function createTimeSkippingEnv(opts: TimeSkippingTestWorkflowEnvironmentOptions = {}): Promise<TestWorkflowEnvironment> {
   quietTemporalRuntime();
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    ...opts,
-    server: { executable: { type: 'existing-path', path: testServerExecutable() }, ...opts.server },
-  });
+  const env = await startingAgainIfSlow(() =>
+    TestWorkflowEnvironment.createTimeSkipping({
+      ...opts,
+      server: { executable: { type: 'existing-path', path: testServerExecutable() }, ...opts.server },
+    }),
+  );
   try {
     await registerSearchAttributes(env, 'default');
   } catch (err) {
@@ -117,12 +119,29 @@ export async function createTimeSkippingEnv(opts: TimeSkippingTestWorkflowEnviro
  */
 export async function createLocalEnv(opts: LocalTestWorkflowEnvironmentOptions = {}): Promise<TestWorkflowEnvironment> {
   quietTemporalRuntime();
-  return TestWorkflowEnvironment.createLocal({
-    ...opts,
-    server: {
-      executable: { type: 'existing-path', path: temporalCliPath() },
-      searchAttributes: SEARCH_ATTRIBUTES,
-      ...opts.server,
-    },
-  });
+  return startingAgainIfSlow(() =>
+    TestWorkflowEnvironment.createLocal({
+      ...opts,
+      server: {
+        executable: { type: 'existing-path', path: temporalCliPath() },
+        searchAttributes: SEARCH_ATTRIBUTES,
+        ...opts.server,
+      },
+    }),
+  );
+}
+
+/**
+ * The SDK gives a server it starts 5 s to answer, then fails ("did not start within 5s"; see
+ * docs/toolchain.md): on a machine busy with other work a JVM can miss that. Such a start is
+ * tried again, up to three times in all, on a fresh port; any other failure is thrown at once.
+ */
+async function startingAgainIfSlow(start: () => Promise<TestWorkflowEnvironment>): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !/did not start within/.test((err as Error)?.message ?? '')) throw err;
+    }
+  }
 }

@@ -285,6 +285,24 @@ describe('SIP trunk agent: inbound calls from a baresip phone', () => {
     await phone.waitForEvent('CALL_CLOSED', (e) => e.id === established.id);
   });
 
+  test('an INVITE over TCP is answered on its connection, and the dialog ends with the phone\'s BYE', async () => {
+    invites.length = 0;
+    let dialog: Promise<SipDialog> | undefined;
+    decide = async (invite) => {
+      dialog = invite.answer(offer(31002));
+    };
+    const before = phone.events.length;
+    await phone.dial(`sip:+15550003333@127.0.0.1:${agent.port};transport=tcp`, CALLER);
+    const established = await phone.waitForEvent('CALL_ESTABLISHED', (e) => phone.events.indexOf(e) >= before);
+    assert.equal(invites[0]?.toNumber, '+15550003333');
+    assert.ok(agent.tcpConnections >= 1, 'the INVITE came over TCP');
+    const answered = await dialog!;
+    const ended = new Promise<string>((resolve) => answered.onEnded(resolve));
+    await phone.hangup(CALLER);
+    assert.equal(await ended, 'remote_bye');
+    await phone.waitForEvent('CALL_CLOSED', (e) => e.id === established.id);
+  });
+
   test("reject(404) refuses the INVITE with the control plane's status", async () => {
     invites.length = 0;
     decide = async (invite) => invite.reject(404, 'Not Found');

@@ -167,6 +167,11 @@ export class SipTrunkAgent {
     return { ...this.transport.stats, refusedSources: this.refusedSources };
   }
 
+  /** Open TCP connections (either direction). */
+  get tcpConnections(): number {
+    return this.transport.tcpConnections;
+  }
+
   /** Dialogs (calls answered either way) now held. */
   get dialogCount(): number {
     return this.dialogs.size;

@@ -250,6 +250,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
       noteCount += notes.length;
     },
     loadContext: () => db.loadCallContext({ callId: input.callId }),
+    cancelRequested: () => cancelRequested,
   };
   const outcome = await runConversation(ctx);
   return finish(outcome);

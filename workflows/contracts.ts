@@ -332,6 +332,44 @@ export type AskCallerResult = (
 ) &
   EdgeSystemNotes;
 
+/**
+ * Phone calls through the SIP trunk (VOICE_PROVIDER=sip, docs/telephony.md "Outbound
+ * calls"): every media edge with a trunk also polls this one shared queue, and the edge that
+ * takes a call's dial holds the call from then on (its speech runs on that edge's own queue).
+ */
+export const MEDIA_EDGE_DIAL_TASK_QUEUE = 'media-edge-dial';
+
+export interface DialPhoneCallInput {
+  callId: string;
+  /** The team's number, E.164: the INVITE's From. */
+  from: string;
+  /** The callee, E.164: the INVITE's To and Request-URI. */
+  to: string;
+  /** Ring this long, then CANCEL (rang-out). */
+  ringTimeoutMs: number;
+}
+
+/** How a dial ended: answered (the script runs on `mediaTaskQueue`), or the call's end. */
+export type DialPhoneCallResult =
+  | { outcome: 'answered'; mediaTaskQueue: string }
+  | {
+      outcome: 'ended';
+      /** An end_reason of src/domain/calls.ts END_REASONS; it names the call's status. */
+      endReason: string;
+      /** A System Note for the call (the trunk's SIP status line, or why the dial could not go out). */
+      note?: string;
+    };
+
+/** The activity the dial queue's edges run (src/mediaEdge/phoneDialer.ts). */
+export interface MediaEdgeDialActivities {
+  /**
+   * Claims the call's one dial (POST /internal/v1/calls/{id}/dial-claim), sends the INVITE,
+   * reports `ringing`, and settles when the callee answers or the call ends unanswered.
+   * Heartbeats while it rings; cancelling it sends CANCEL (or BYE to an answer that crossed it).
+   */
+  dialPhoneCall(input: DialPhoneCallInput): Promise<DialPhoneCallResult>;
+}
+
 /** The activities every media edge instance runs on its own task queue. */
 export interface MediaEdgeActivities {
   speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult>;

@@ -17,6 +17,7 @@ import { END_REASONS, isEndReason, type CallProgress, type ConversationTurn, typ
 import type { SimulatedCallPlan } from '../src/telephony/provider.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE, type CallEvent, type CallWorkflowInput } from './contracts.js';
 import { runMediaConversation } from './mediaConversation.js';
+import { runTrunkCall } from './trunkCall.js';
 import { addCalleeToDoNotCall } from './dialingPolicy.js';
 import { runScript, simulatedVoice } from './scriptRunner.js';
 
@@ -56,6 +57,13 @@ export class CallEventInbox {
       this.seen.add(event.event_id);
     }
     this.queue.push(event);
+  }
+
+  /** Removes every queued event of this type; whether there was one. */
+  drop(type: CallEvent['type']): boolean {
+    const before = this.queue.length;
+    for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i].type === type) this.queue.splice(i, 1);
+    return this.queue.length < before;
   }
 
   /** True once an event of this type has arrived (consumed or not). */
@@ -104,6 +112,8 @@ export interface CallContext {
   appendSystemNotes(notes: SystemNote[]): Promise<void>;
   /** Contact (all fields), script (with definition) and linked objects of the call. */
   loadContext(): Promise<CallContextData>;
+  /** Whether cancel-call reached the workflow (a phone call on the SIP trunk may be cancelled in progress). */
+  cancelRequested?(): boolean;
 }
 
 export interface ConversationOutcome {
@@ -111,7 +121,14 @@ export interface ConversationOutcome {
   endReason: string;
 }
 
-function outcomeOf(reason: string): ConversationOutcome {
+/** A phone call on the SIP trunk cancelled while it rang or talked (cancel-call): CANCEL or BYE went out. */
+export interface CancelledOutcome {
+  status: 'cancelled';
+  endReason: 'cancelled';
+}
+
+/** The outcome an end reason names (an unknown one, or `cancelled` reported by a provider, is provider_error). */
+export function outcomeOf(reason: string): ConversationOutcome {
   const status = isEndReason(reason) ? END_REASONS[reason] : 'failed';
   return status === 'cancelled' ? { status: 'failed', endReason: 'provider_error' } : { status, endReason: isEndReason(reason) ? reason : 'provider_error' };
 }
@@ -209,7 +226,7 @@ export function waitForEnd(ctx: CallContext): Promise<ConversationOutcome | unde
 }
 
 /** From in-progress to the end of the call. */
-export async function runConversation(ctx: CallContext): Promise<ConversationOutcome> {
+export async function runConversation(ctx: CallContext): Promise<ConversationOutcome | CancelledOutcome> {
   if (ctx.input.type === 'web' || ctx.input.type === 'inbound') {
     // The browser (or the inbound caller) is connected already (the shell waited for
     // `answered`). A media edge that named its task queue runs the script's speech; otherwise
@@ -224,5 +241,6 @@ export async function runConversation(ctx: CallContext): Promise<ConversationOut
     return { status: 'failed', endReason: 'provider_error' };
   }
   if (placed.mode === 'simulated') return playSimulatedCall(ctx, placed.plan, placed.context);
+  if (placed.mode === 'media_edge') return runTrunkCall(ctx, placed.dial);
   return (await followEvents(ctx, MAX_CALL_MS)) ?? { status: 'failed', endReason: 'call_timeout' };
 }

@@ -68,7 +68,10 @@ export const configSchema = z.object({
   MEDIA_EDGE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   // The SIP URI browsers dial (docs/web-calls.md); unset = sip:agent@<MEDIA_EDGE_SIP_DOMAIN>.
   MEDIA_EDGE_TARGET: z.string().regex(/^sips?:\S+$/i, 'must be a SIP URI such as sip:agent@edge.example.com').optional(),
-  VOICE_PROVIDER: z.enum(['simulator']).default('simulator'),
+  // simulator: the service plays the callee; sip: a media edge dials through the SIP trunk (docs/telephony.md, "Outbound calls").
+  VOICE_PROVIDER: z.enum(['simulator', 'sip'], { message: 'must be simulator or sip' }).default('simulator'),
+  // How long a phone call through the trunk rings before the edge sends CANCEL (rang-out).
+  SIP_RING_TIMEOUT_SECONDS: positiveInt.max(600, 'must be at most 600').default(60),
   SIMULATOR_CALL_SECONDS: z.coerce.number({ message: 'must be a number' }).min(0, 'must not be negative').max(3600).default(3),
   KEY_LAST_USED_FLUSH_MS: positiveInt.default(5000),
   // Rate limits (docs/rate-limits.md): requests per rolling 60 s.

@@ -68,6 +68,11 @@ export const END_REASONS = {
   call_timeout: 'failed',
   workflow_lost: 'failed',
   do_not_call: 'failed',
+  // Phone calls through a SIP trunk (docs/telephony.md, "Outbound calls").
+  invalid_number: 'failed',
+  trunk_error: 'failed',
+  no_media_edge: 'failed',
+  media_edge_lost: 'failed',
   cancelled: 'cancelled',
 } as const satisfies Record<string, TerminalStatus>;
 export type EndReason = keyof typeof END_REASONS;

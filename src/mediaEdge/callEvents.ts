@@ -42,6 +42,34 @@ export class CallEventReporter {
     return answer.ok;
   }
 
+  /**
+   * Claims the call's one dial for this edge (POST /internal/v1/calls/{id}/dial-claim,
+   * docs/telephony.md "One call, one INVITE"): `claimed` (`first`: this request took it, so
+   * the edge may send the INVITE), `refused` with the service's status and message (409 held
+   * by another edge, named by its task queue; 410 the call has ended; 404), or `unreachable`
+   * (the service did not answer: the claim may or may not be taken).
+   */
+  async claimDial(
+    callId: string,
+    claim: { claimId: string; mediaTaskQueue: string },
+  ): Promise<{ kind: 'claimed'; first: boolean; teamId?: string } | { kind: 'refused'; status: number; message: string; heldBy?: string } | { kind: 'unreachable'; detail: string }> {
+    const answer = await this.post(`/internal/v1/calls/${encodeURIComponent(callId)}/dial-claim`, { claim_id: claim.claimId, media_task_queue: claim.mediaTaskQueue }, { callId }, 'dial claim');
+    let parsed: { first?: unknown; team_id?: unknown; message?: unknown; media_task_queue?: unknown } = {};
+    try {
+      parsed = JSON.parse(answer.body) as typeof parsed;
+    } catch {
+      // Not JSON: a proxy's page, or the network error's text.
+    }
+    if (answer.ok) return { kind: 'claimed', first: parsed.first === true, ...(typeof parsed.team_id === 'string' ? { teamId: parsed.team_id } : {}) };
+    if (answer.status === 0 || answer.status >= 500) return { kind: 'unreachable', detail: answer.body };
+    return {
+      kind: 'refused',
+      status: answer.status,
+      message: typeof parsed.message === 'string' ? parsed.message : answer.body,
+      ...(typeof parsed.media_task_queue === 'string' ? { heldBy: parsed.media_task_queue } : {}),
+    };
+  }
+
   /** POSTs with retries (network errors, 5xx, and what `retryAlso` names); 4xx otherwise final. */
   private async post(
     path: string,
@@ -49,7 +77,7 @@ export class CallEventReporter {
     fields: Record<string, string>,
     what: string,
     retryAlso: (status: number) => boolean = () => false,
-  ): Promise<{ ok: boolean; body: string }> {
+  ): Promise<{ ok: boolean; status: number; body: string }> {
     const attempts = this.options.attempts ?? 6;
     const url = `${this.options.apiUrl.replace(/\/$/, '')}${path}`;
     for (let attempt = 1; ; attempt++) {
@@ -64,17 +92,17 @@ export class CallEventReporter {
         });
         status = res.status;
         detail = await res.text();
-        if (res.ok) return { ok: true, body: detail };
+        if (res.ok) return { ok: true, status, body: detail };
         if (status < 500 && !retryAlso(status)) {
           this.options.logger.warn({ ...fields, status, detail }, `${what} refused`);
-          return { ok: false, body: detail };
+          return { ok: false, status, body: detail };
         }
       } catch (err) {
         detail = (err as Error).message;
       }
       if (attempt >= attempts) {
         this.options.logger.error({ ...fields, status, detail }, `${what} could not be delivered`);
-        return { ok: false, body: detail };
+        return { ok: false, status, body: detail };
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(200 * 2 ** (attempt - 1), 3_000)));
     }

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { mediaEdgeTaskQueue, type AskCallerResult, type EdgeSystemNotes } from '../../workflows/contracts.js';
+import { MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type AskCallerResult, type EdgeSystemNotes } from '../../workflows/contracts.js';
 import type { SystemNote } from '../domain/calls.js';
 import type { Logger } from '../logging/logger.js';
 import { recordingKey } from '../recordings/keys.js';
@@ -21,9 +21,14 @@ import { CallEventReporter } from './callEvents.js';
 import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation } from './liveCalls.js';
 import type { AudioBand, ChannelCloseReason } from './media/channel.js';
+import { answerInboundCalls } from './inboundPhoneCalls.js';
 import { CallRecorder } from './recording/callRecorder.js';
 import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
-import { startConfiguredMediaEdge, type EstablishedCall, type MediaEdge, type MediaEdgeConfig } from './server.js';
+import { PhoneDialer, type PhoneCall } from './phoneDialer.js';
+import { openRtpSession } from './rtp/rtpSession.js';
+import { startConfiguredMediaEdge, type MediaEdge, type MediaEdgeConfig } from './server.js';
+import { SipTrunkAgent } from './sip/trunk/sipTrunkAgent.js';
+import { parseTrunkSettings, type TrunkSettings } from './sip/trunk/trunkSettings.js';
 import { failoverNote } from './speech/fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './speech/interfaces.js';
 import type { SpeechEngines } from './speech/speechEngines.js';
@@ -40,6 +45,13 @@ export interface VoiceEdgeOptions {
   temporalNamespace: string;
   /** This instance's name in its task queue (default: host name, pid and a random suffix). */
   instanceId?: string;
+  /**
+   * The SIP trunk (docs/telephony.md): with one, the edge also dials phone calls (it polls the
+   * shared dial queue). Default: the SIP_* settings of the environment; null: no trunk.
+   */
+  trunk?: TrunkSettings | null;
+  /** No RTP from a phone call for this long ends it dropout (default 10 s; tests shorten it). */
+  rtpInactivityMs?: number;
 }
 
 export interface VoiceEdge {
@@ -48,6 +60,8 @@ export interface VoiceEdge {
   readonly calls: LiveCalls;
   /** The conversation engine of each call held now (benchmarks read its turn latencies). */
   readonly engines: ReadonlyMap<string, ConversationEngine>;
+  /** The SIP trunk's user agent, when the edge has a trunk. */
+  readonly trunkAgent?: SipTrunkAgent;
   /** Hangs up every call, stops the worker and the server. */
   close(): Promise<void>;
 }
@@ -116,7 +130,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   await speech.warmUp();
   await endpointing.warmUp();
 
-  const onCall = (call: EstablishedCall) => {
+  // A browser call (SIP over WebSocket) or a phone call through the trunk: the same from here on.
+  const onCall = (call: PhoneCall) => {
     const log = logger.child({ callId: call.callId, codec: call.codec });
     const callSpeech = callSpeechOf(speech, log, call.channel.band);
     const engine = new ConversationEngine({
@@ -128,6 +143,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       endpointing: { endSilenceMs: endpointing.settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: endpointing.settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS },
       onEndpointerError: (err) => log.warn({ err }, 'voice-activity endpointer failed: energy endpointing for the rest of the call'),
       echoMarginDb: endpointing.echoMarginDb,
+      digitTimeoutMs: config.DTMF_DIGIT_TIMEOUT_MS,
     });
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
@@ -164,10 +180,14 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     });
   };
 
+  const trunkSettings = options.trunk === undefined ? parseTrunkSettings() : (options.trunk ?? undefined);
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
   let server: MediaEdge | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
+  let trunkAgent: SipTrunkAgent | undefined;
+  let dialWorker: Worker | undefined;
+  let dialing: Promise<void> | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -178,8 +198,45 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       maxConcurrentActivityTaskExecutions: 200,
     });
     running = worker.run();
+    if (trunkSettings) {
+      // Phone calls (docs/telephony.md, "Outbound calls"): this edge takes dials from the shared queue.
+      const agent = await SipTrunkAgent.start({ settings: trunkSettings, logger: logger.child({ component: 'sip-trunk' }) });
+      trunkAgent = agent;
+      const openRtp = () => openRtpSession({ portRange: trunkSettings.rtpPortRange, bindAddress: trunkSettings.listen.host, inactivityMs: options.rtpInactivityMs ?? config.RTP_INACTIVITY_SECONDS * 1000, logger });
+      const dialer = new PhoneDialer({
+        trunk: agent,
+        openRtp,
+        publicAddress: trunkSettings.publicAddress.host,
+        reporter,
+        calls,
+        taskQueue,
+        onCall,
+        logger: logger.child({ component: 'phone-dialer' }),
+      });
+      dialWorker = await Worker.create({
+        connection,
+        namespace: options.temporalNamespace,
+        taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE,
+        activities: dialer.activities(),
+        maxConcurrentActivityTaskExecutions: 100,
+      });
+      dialing = dialWorker.run();
+      // Incoming calls (docs/telephony.md, "Inbound calls"): the service decides, this edge answers.
+      answerInboundCalls(agent, {
+        apiUrl: config.API_URL,
+        secret: config.MEDIA_EDGE_SECRET,
+        openRtp,
+        publicAddress: trunkSettings.publicAddress.host,
+        reporter,
+        onCall,
+        logger: logger.child({ component: 'inbound-calls' }),
+      });
+    }
     server = await startConfiguredMediaEdge(config, logger, onCall);
   } catch (err) {
+    dialWorker?.shutdown();
+    await dialing?.catch(() => undefined);
+    await trunkAgent?.close();
     worker?.shutdown();
     await running?.catch(() => undefined);
     await connection.close();
@@ -187,7 +244,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   }
   const listening = server;
   const activeWorker = worker;
-  logger.info({ url: listening.url, taskQueue }, 'media edge ready');
+  logger.info({ url: listening.url, taskQueue, trunk: trunkSettings?.trunk.uri }, 'media edge ready');
 
   let closing: Promise<void> | undefined;
   return {
@@ -195,8 +252,13 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     taskQueue,
     calls,
     engines,
+    trunkAgent,
     close() {
       closing ??= (async () => {
+        // No new dials; the trunk's calls end with BYE, the browsers' with the server.
+        dialWorker?.shutdown();
+        await dialing;
+        await trunkAgent?.close();
         await listening.close();
         activeWorker.shutdown();
         await running;

@@ -15,6 +15,7 @@ import type { Config } from '../config/index.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import {
   cancelScheduledCall,
+  cancelSipCallInProgress,
   completeCall,
   findCallById,
   findCallsWithoutWorkflow,
@@ -215,10 +216,18 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
   });
 }
 
-/** cancel-call: scheduled → cancelled (a conflict naming the status otherwise), then tells the workflow. */
+/**
+ * cancel-call: scheduled → cancelled, or a phone call in progress on the SIP trunk →
+ * cancelled (its workflow then sends CANCEL while it rings, BYE once answered); a conflict
+ * naming the status otherwise. Then tells the workflow.
+ */
 export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: string): Promise<CallRecord> {
   const result = await withWebhookEvents(deps, async (tx) => {
-    const cancelled = await cancelScheduledCall(tx, teamId, callId);
+    const scheduled = await cancelScheduledCall(tx, teamId, callId);
+    const cancelled =
+      scheduled && !scheduled.cancelled && scheduled.call.status === 'in-progress'
+        ? await cancelSipCallInProgress(tx, teamId, callId).then((call) => (call ? { call, cancelled: true, inProgress: true } : scheduled))
+        : scheduled;
     return { result: cancelled, events: cancelled?.cancelled ? [callEvent('call.ended', cancelled.call)] : [] };
   });
   if (!result) throw notFound(CALL_NOT_FOUND);
@@ -231,8 +240,9 @@ export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: 
     // The row decides; a workflow that missed the signal finds the call cancelled when it wakes.
     deps.logger?.warn({ err, callId }, 'could not signal the cancelled call workflow');
   }
-  // A call cancelled after its slot was granted gives it to the next call in line now.
-  await releaseSlotAndGrant(deps, callId);
+  // A call cancelled after its slot was granted gives it to the next call in line now; one in
+  // progress holds it until its workflow has ended the call (CANCEL or BYE sent).
+  if (!('inProgress' in result)) await releaseSlotAndGrant(deps, callId);
   return result.call;
 }
 

@@ -5,7 +5,8 @@
  * `POST /internal/v1/calls/{call_id}/events` (mode `events`: the workflow waits for those
  * signals), or, like the simulator, answers with the whole course of the call up front
  * (mode `simulated`: the workflow plays it out with durable timers, so a simulated call
- * survives a worker restart exactly like a real one).
+ * survives a worker restart exactly like a real one), or leaves the dial to a media edge
+ * (mode `media_edge`: the SIP trunk, docs/telephony.md "Outbound calls").
  */
 import type { ConversationTurn, EndReason, TerminalStatus } from '../domain/calls.js';
 
@@ -44,7 +45,12 @@ export interface SimulatedCallPlan {
 
 export type PlacedCall =
   | { provider: string; providerCallId: string; mode: 'events' }
-  | { provider: string; providerCallId: string; mode: 'simulated'; plan: SimulatedCallPlan };
+  | { provider: string; providerCallId: string; mode: 'simulated'; plan: SimulatedCallPlan }
+  /**
+   * A media edge dials (VOICE_PROVIDER=sip): the workflow runs the dial activity on the
+   * edges' shared dial queue with these numbers, and the edge that takes it holds the call.
+   */
+  | { provider: string; providerCallId: string; mode: 'media_edge'; dial: { from: string; to: string; ringTimeoutMs: number } };
 
 export interface VoiceProvider {
   readonly name: string;

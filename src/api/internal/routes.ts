@@ -2,12 +2,16 @@ import { isUuid } from '../../domain/ids.js';
 import { addEdgeNote } from '../../services/callEvents.js';
 import { CALL_NOT_FOUND } from '../../services/calls.js';
 import { notFound } from '../../services/errors.js';
+import { claimPhoneCallDial } from '../../services/phoneDialClaims.js';
 import { claimWebCallMedia, releaseWebCallMedia } from '../../services/webCallClaims.js';
 import { redeemWebSession } from '../../services/webSessions.js';
 import { defineRoute } from '../route.js';
 import {
   edgeNoteBody,
   edgeNoteResponse,
+  phoneCallIdParams,
+  phoneDialClaimBody,
+  phoneDialClaimResponse,
   redeemWebSessionBody,
   redeemWebSessionResponse,
   webCallClaimBody,
@@ -91,6 +95,30 @@ export const internalRoutes = [
       const callId = callIdFrom(params);
       const released = await releaseWebCallMedia(deps, callId, body.claim_id.toLowerCase());
       return { body: { success: true, call_id: callId, released } };
+    },
+  }),
+
+  defineRoute({
+    method: 'post',
+    path: '/internal/v1/calls/{call_id}/dial-claim',
+    operationId: 'claimPhoneDial',
+    summary: 'Claim a phone call’s one dial (media edge)',
+    description:
+      'Internal (Bearer MEDIA_EDGE_SECRET). Sent by the media edge that took a call’s dial activity (VOICE_PROVIDER=sip), before it sends the INVITE: of all edges and all retries exactly one claim of an in-progress outbound call succeeds, and only the request that took it (`first: true`) dials. A claim is never released, so a call is never dialled twice (docs/telephony.md).',
+    tags: ['Internal'],
+    auth: 'mediaEdge',
+    request: { params: phoneCallIdParams, body: phoneDialClaimBody, bodyRequired: true },
+    responses: {
+      200: { description: 'The dial is this claim’s (`first` says whether this request took it)', schema: phoneDialClaimResponse },
+      400: { description: 'Malformed body (the message names the field)' },
+      401: { description: 'Missing or wrong media edge secret' },
+      404: { description: 'No such outbound call' },
+      409: { description: 'Call already dialled (another claim holds it: the body names its `media_task_queue`), or the call is not in progress' },
+      410: { description: 'The call has ended (the message names its status)' },
+    },
+    handler: async ({ params, body }, deps) => {
+      const claim = await claimPhoneCallDial(deps, callIdFrom(params), body.claim_id.toLowerCase(), body.media_task_queue);
+      return { body: { success: true, call_id: claim.callId, team_id: claim.teamId, first: claim.first } };
     },
   }),
 

@@ -47,3 +47,28 @@ export const edgeNoteBody = z
 export const edgeNoteResponse = z
   .object({ success: z.literal(true), call_id: z.string().uuid(), added: z.boolean().openapi({ description: 'false when the call already had a note of this kind' }) })
   .openapi('EdgeSystemNoteResponse');
+
+export const phoneCallIdParams = z.object({ call_id: z.string().openapi({ description: 'The outbound call id (UUID)' }) });
+
+export const phoneDialClaimBody = z
+  .object({
+    claim_id: z
+      .string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string') })
+      .uuid('must be a UUID')
+      .openapi({ description: 'The claiming media edge instance (the same for every retry on that edge)' }),
+    media_task_queue: z
+      .string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string') })
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .openapi({ description: 'The claiming edge’s own task queue (the call’s speech runs there once answered)' }),
+  })
+  .openapi('PhoneDialClaimRequest');
+
+export const phoneDialClaimResponse = z
+  .object({
+    success: z.literal(true),
+    call_id: z.string().uuid(),
+    team_id: z.string().uuid(),
+    first: z.boolean().openapi({ description: 'true when this request took the claim (the edge sends the INVITE); false for a repeat of the same claim' }),
+  })
+  .openapi('PhoneDialClaimResponse');

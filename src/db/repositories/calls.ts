@@ -196,6 +196,25 @@ export async function cancelScheduledCall(
   return call ? { call, cancelled: false } : undefined;
 }
 
+/**
+ * cancel-call of a phone call in progress on the SIP trunk (docs/telephony.md, "Outbound
+ * calls"): in-progress → cancelled, with its duration so far. Only a call a media edge dials
+ * (provider `sip`) can be cancelled in progress: its workflow sends CANCEL or BYE. Undefined
+ * when the call is not such a call.
+ */
+export async function cancelSipCallInProgress(db: Queryable, teamId: string, callId: string): Promise<CallRecord | undefined> {
+  const { rows } = await db.query<CallRecord>(
+    `UPDATE calls SET status = 'cancelled', progress = 'done', end_reason = 'cancelled', end_time = now(),
+                      duration = CASE WHEN actual_time IS NULL THEN 0
+                                      ELSE GREATEST(0, round(extract(epoch FROM (now() - actual_time))))::int END,
+                      modified_at = now()
+      WHERE team_id = $1 AND id = $2 AND status = 'in-progress' AND type = 'outbound' AND provider = 'sip'
+      RETURNING *`,
+    [teamId, callId],
+  );
+  return rows[0];
+}
+
 /** Links a call to the next attempt of its chain (the first link wins); run in the next attempt's insert transaction. */
 export async function linkNextAttempt(db: Queryable, callId: string, nextCallId: string): Promise<void> {
   await db.query('UPDATE calls SET next_attempt_call_id = $2, modified_at = now() WHERE id = $1 AND next_attempt_call_id IS NULL', [callId, nextCallId]);

@@ -1,0 +1,230 @@
+/**
+ * Outbound phone calls on the media edge (docs/telephony.md, "Outbound calls"): the
+ * `dialPhoneCall` activity of the edges' shared dial queue. The edge that takes a call's dial
+ * holds the call from then on:
+ *
+ *   RTP port ── dial claim (the service: one per call, ever) ── INVITE through the trunk
+ *     180/183 → `ringing` event · 200 → the call is handed to `onCall` like a browser call
+ *     (engine, recorder, `answered` with this edge's queue) · a refusal → the call's end
+ *     (src/domain/sipOutcomes.ts) · the ring timeout → CANCEL → rang-out
+ *
+ * One call, one INVITE: the INVITE's Call-ID is derived from the call id, a dial already under
+ * way on this edge is joined rather than repeated, and an attempt whose claim another edge
+ * holds (or that this edge took but no longer knows of) never dials: it reports the call lost.
+ */
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { NOT_FOUND_FAILURE, type DialPhoneCallInput, type DialPhoneCallResult, type MediaEdgeDialActivities } from '../../workflows/contracts.js';
+import { RING_TIMEOUT_END, sipCallIdOf, sipDialEnd } from '../domain/sipOutcomes.js';
+import type { Logger } from '../logging/logger.js';
+import type { CallEventReporter } from './callEvents.js';
+import type { LiveCalls } from './liveCalls.js';
+import { establishedPhoneCall, type PhoneCall } from './phoneCall.js';
+import { g711Offer, parseG711Answer } from './rtp/g711Sdp.js';
+import type { RtpSession } from './rtp/rtpSession.js';
+import type { OutboundInvite, OutboundInviteResult, SipDialog } from './sip/trunk/sipTrunkAgent.js';
+
+/** Heartbeat this often while the call rings: well inside the workflow's dial heartbeat timeout. */
+export const DIAL_HEARTBEAT_MS = 1_000;
+/** How long the answer waits for the `ringing` report before it, so the service never sees them out of order. */
+const RINGING_REPORT_WAIT_MS = 2_000;
+
+/** An answered phone call, as the edge's `onCall` takes it (phoneCall.ts). */
+export type { PhoneCall };
+
+export interface PhoneDialerOptions {
+  trunk: { invite(request: OutboundInvite): Promise<OutboundInviteResult> };
+  /** A fresh RTP session for one call (RTP_PORT_RANGE, the inactivity limit). */
+  openRtp(): Promise<RtpSession>;
+  /** The address the far end sends RTP to (SDP c=, SIP_PUBLIC_ADDRESS). */
+  publicAddress: string;
+  reporter: Pick<CallEventReporter, 'report' | 'claimDial'>;
+  calls: LiveCalls;
+  /** This edge's own task queue: the call's speech runs there once answered. */
+  taskQueue: string;
+  /** Receives every answered call (voiceEdge.ts: engine, recorder, `answered`). */
+  onCall(call: PhoneCall): void;
+  logger: Logger;
+  /** This edge's claim id (default: a fresh UUID per dialer, i.e. per edge process). */
+  claimId?: string;
+}
+
+type DialEnd = Extract<DialPhoneCallResult, { outcome: 'ended' }>;
+
+/** The dial activity of a SIP-enabled edge, and the dials it has under way. */
+export class PhoneDialer {
+  private readonly claimId: string;
+  /** Dials under way on this edge, by call id: a retried activity joins its dial. */
+  private readonly dialling = new Map<string, Promise<DialPhoneCallResult>>();
+  /** How recent dials on this edge ended, for a retry that comes after its dial settled. */
+  private readonly settled = new Map<string, DialPhoneCallResult>();
+  /**
+   * Calls this edge process sent an INVITE for. The claim id is the process's own, so a claim
+   * answered `first: false` (ours already, its first answer lost) may still dial if we never did.
+   */
+  private readonly invited = new Set<string>();
+  /** The activity cancellation of each dial under way (cancel-call: CANCEL). */
+  private readonly cancels = new Map<string, AbortController>();
+
+  constructor(private readonly options: PhoneDialerOptions) {
+    this.claimId = options.claimId ?? randomUUID();
+  }
+
+  activities(): MediaEdgeDialActivities {
+    return { dialPhoneCall: (input) => this.dialPhoneCall(input) };
+  }
+
+  /** Dials under way now. */
+  get active(): number {
+    return this.dialling.size;
+  }
+
+  private async dialPhoneCall(input: DialPhoneCallInput): Promise<DialPhoneCallResult> {
+    const ctx = Context.current();
+    const heartbeat = setInterval(() => ctx.heartbeat(), DIAL_HEARTBEAT_MS);
+    ctx.heartbeat();
+    const onCancel = () => this.cancels.get(input.callId)?.abort(ctx.cancellationSignal.reason);
+    ctx.cancellationSignal.addEventListener('abort', onCancel);
+    try {
+      let dial = this.dialling.get(input.callId);
+      if (!dial) {
+        const known = this.settled.get(input.callId) ?? (this.options.calls.get(input.callId) ? ({ outcome: 'answered', mediaTaskQueue: this.options.taskQueue } as const) : undefined);
+        if (known) return known;
+        const abort = new AbortController();
+        this.cancels.set(input.callId, abort);
+        dial = this.dial(input, abort.signal).finally(() => {
+          this.dialling.delete(input.callId);
+          this.cancels.delete(input.callId);
+        });
+        this.dialling.set(input.callId, dial);
+      }
+      if (ctx.cancellationSignal.aborted) onCancel();
+      const result = await dial;
+      if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason instanceof CancelledFailure ? ctx.cancellationSignal.reason : new CancelledFailure('dial cancelled');
+      return result;
+    } finally {
+      clearInterval(heartbeat);
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    }
+  }
+
+  /** One dial, from the RTP port to the answer or the end; its result is remembered for retries. */
+  private async dial(input: DialPhoneCallInput, cancelled: AbortSignal): Promise<DialPhoneCallResult> {
+    const result = await this.dialOnce(input, cancelled);
+    this.settled.set(input.callId, result);
+    // Keep only recent outcomes: enough for a retry on its way.
+    if (this.settled.size > 1000) this.settled.delete(this.settled.keys().next().value as string);
+    return result;
+  }
+
+  private async dialOnce(input: DialPhoneCallInput, cancelled: AbortSignal): Promise<DialPhoneCallResult> {
+    const { callId } = input;
+    const log = this.options.logger.child({ callId, to: input.to });
+    // The port first: a dial that cannot have media fails before it is claimed (and may be retried).
+    const rtp = await this.options.openRtp();
+    let handedOver = false;
+    try {
+      const claim = await this.claim(callId);
+      if (claim) return claim;
+      if (cancelled.aborted) return { outcome: 'ended', endReason: 'cancelled' };
+
+      const ring = new AbortController();
+      let why: 'cancel' | 'ring_timeout' | undefined;
+      const onCancelled = () => {
+        why ??= 'cancel';
+        ring.abort();
+      };
+      cancelled.addEventListener('abort', onCancelled);
+      const ringTimer = setTimeout(() => {
+        why ??= 'ring_timeout';
+        ring.abort();
+      }, input.ringTimeoutMs);
+      let ringingReport: Promise<unknown> | undefined;
+      let answer: OutboundInviteResult;
+      try {
+        log.info('dialling through the SIP trunk');
+        this.invited.add(callId);
+        if (this.invited.size > 10_000) this.invited.delete(this.invited.values().next().value as string);
+        answer = await this.options.trunk.invite({
+          callId: sipCallIdOf(callId),
+          fromNumber: input.from,
+          toNumber: input.to,
+          sdp: g711Offer({ address: this.options.publicAddress, port: rtp.localPort, sessionId: Date.now() }),
+          signal: ring.signal,
+          onProgress: (status) => {
+            if ((status === 180 || status === 183) && !ringingReport) {
+              ringingReport = this.options.reporter.report(callId, { type: 'ringing', event_id: `media-edge-ringing-${callId}` });
+            }
+          },
+        });
+      } finally {
+        clearTimeout(ringTimer);
+        cancelled.removeEventListener('abort', onCancelled);
+      }
+
+      if (answer.kind === 'cancelled') {
+        log.info({ why }, 'dial cancelled (CANCEL sent)');
+        return why === 'ring_timeout' ? { outcome: 'ended', endReason: RING_TIMEOUT_END.endReason } : { outcome: 'ended', endReason: 'cancelled' };
+      }
+      if (answer.kind === 'failed') {
+        // A 487 we did not ask for (or one that raced our CANCEL) ends the call as our abort said.
+        if (answer.status === 487 && why === 'ring_timeout') return { outcome: 'ended', endReason: RING_TIMEOUT_END.endReason };
+        if (answer.status === 487 && why === 'cancel') return { outcome: 'ended', endReason: 'cancelled' };
+        const end = sipDialEnd(answer.status, answer.reason);
+        log.info({ status: answer.status, reason: answer.reason, endReason: end.endReason }, 'dial refused');
+        return { outcome: 'ended', endReason: end.endReason, ...(end.note ? { note: end.note } : {}) };
+      }
+
+      // Answered (and ACKed). An answer that crossed our CANCEL or the ring timeout is hung up at once.
+      const dialog = answer.dialog;
+      if (why) {
+        log.info({ why }, 'answered after the dial was given up: BYE');
+        await dialog.bye().catch(() => undefined);
+        return why === 'ring_timeout' ? { outcome: 'ended', endReason: RING_TIMEOUT_END.endReason } : { outcome: 'ended', endReason: 'cancelled' };
+      }
+      const remote = parseG711Answer(answer.sdp);
+      if ('error' in remote) {
+        await dialog.bye().catch(() => undefined);
+        return { outcome: 'ended', endReason: 'trunk_error', note: `The callee's answer had no usable G.711 audio (${remote.error}); the edge hung up.` };
+      }
+      rtp.setRemote(remote);
+      await Promise.race([ringingReport, new Promise((resolve) => setTimeout(resolve, RINGING_REPORT_WAIT_MS))]);
+      this.holdCall(callId, rtp, dialog, remote.payloadType === 8 ? 'PCMA' : 'PCMU', log);
+      handedOver = true;
+      log.info({ codec: remote.payloadType === 8 ? 'PCMA' : 'PCMU' }, 'callee answered');
+      return { outcome: 'answered', mediaTaskQueue: this.options.taskQueue };
+    } finally {
+      if (!handedOver) rtp.close();
+    }
+  }
+
+  /**
+   * Claims the dial; undefined when this request may dial, else how the call ends without a
+   * dial of ours. Throws (the activity is retried) when the service cannot be reached.
+   */
+  private async claim(callId: string): Promise<DialEnd | undefined> {
+    const claim = await this.options.reporter.claimDial(callId, { claimId: this.claimId, mediaTaskQueue: this.options.taskQueue });
+    if (claim.kind === 'unreachable') throw ApplicationFailure.retryable(`the service did not answer the dial claim: ${claim.detail}`, 'DialClaimUnreachable');
+    if (claim.kind === 'claimed') {
+      // A repeat of our own claim whose first answer was lost is still the one dial.
+      if (claim.first || !this.invited.has(callId)) return undefined;
+      return { outcome: 'ended', endReason: 'media_edge_lost', note: 'The dial was retried on the media edge that had claimed it, which no longer knew of the call: it was not dialled again.' };
+    }
+    if (claim.status === 404) throw ApplicationFailure.nonRetryable(`call ${callId}: ${claim.message}`, NOT_FOUND_FAILURE);
+    if (claim.status === 410) return { outcome: 'ended', endReason: 'cancelled' };
+    if (claim.heldBy) {
+      return {
+        outcome: 'ended',
+        endReason: 'media_edge_lost',
+        note: `The dial was retried after the media edge that dialled the call (${claim.heldBy}) stopped answering: the call was not dialled again.`,
+      };
+    }
+    throw ApplicationFailure.nonRetryable(`the service refused the dial claim: ${claim.status} ${claim.message}`, 'DialClaimRefused');
+  }
+
+  /** The answered call, held by this edge: the far end's BYE and lost RTP end it; the agent's hang-up sends BYE. */
+  private holdCall(callId: string, rtp: RtpSession, dialog: SipDialog, codec: string, log: Logger): void {
+    // The same call as an inbound one (phoneCall.ts, shared with inboundPhoneCalls.ts).
+    this.options.onCall(establishedPhoneCall(callId, rtp, dialog, codec, log));
+  }
+}

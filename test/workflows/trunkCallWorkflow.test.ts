@@ -1,0 +1,347 @@
+// Phone calls through the SIP trunk (VOICE_PROVIDER=sip), the control plane end to end in the
+// time-skipping environment: calls created over HTTP (create-phone-call, cancel-call), the real
+// call worker, and the real edge dialer (src/mediaEdge/phoneDialer.ts: dial claim over HTTP,
+// ringing report, real RTP session) on the shared dial queue. Only the far end is a stand-in:
+// a typed trunk that answers each callee number as the test says, and a media edge queue that
+// plays a scripted caller. The SIP pieces themselves meet baresip in test/e2e/phoneCalls.test.ts.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Context } from '@temporalio/activity';
+import { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { isTerminalStatus } from '../../src/domain/calls.js';
+import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { CallEventReporter } from '../../src/mediaEdge/callEvents.js';
+import { LiveCalls } from '../../src/mediaEdge/liveCalls.js';
+import type { PhoneCall } from '../../src/mediaEdge/phoneCall.js';
+import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
+import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
+import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
+import type { OutboundInvite, OutboundInviteResult, SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
+import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
+import { createTimeSkippingEnv } from '../support/temporal.js';
+
+const SECRET = 'media-edge-secret-for-trunk-tests';
+const SETTINGS = {
+  TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE,
+  DIAL_RATE_PER_NUMBER: '1000',
+  VOICE_PROVIDER: 'sip',
+  SIP_RING_TIMEOUT_SECONDS: '3',
+  MEDIA_EDGE_SECRET: SECRET,
+  RATE_LIMITS_ENABLED: 'false',
+} as const;
+
+/** What the stand-in far end does with an INVITE to one number. */
+type Callee =
+  | { answerAfterMs: number }
+  | { reject: [number, string] }
+  | { ringUntilCancelled: true }
+  | { crashAfterInvite: true };
+
+/** A trunk stand-in: counts INVITEs, CANCELs and BYEs by callee number. */
+class StandInTrunk {
+  readonly callees = new Map<string, Callee>();
+  readonly invites: OutboundInvite[] = [];
+  readonly cancels: string[] = [];
+  readonly byes: string[] = [];
+  readonly remoteByes = new Map<string, () => void>();
+
+  async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
+    this.invites.push(req);
+    const callee = this.callees.get(req.toNumber) ?? { reject: [404, 'Not Found'] };
+    if ('crashAfterInvite' in callee) throw new Error('the transport failed after the INVITE went out');
+    req.onProgress?.(180, 'Ringing');
+    if ('reject' in callee) return { kind: 'failed', status: callee.reject[0], reason: callee.reject[1] };
+    const cancelled = new Promise<OutboundInviteResult>((resolve) => {
+      const onAbort = () => {
+        this.cancels.push(req.toNumber);
+        resolve({ kind: 'cancelled' });
+      };
+      if (req.signal?.aborted) onAbort();
+      else req.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    if ('ringUntilCancelled' in callee) return cancelled;
+    const answered = new Promise<OutboundInviteResult>((resolve) =>
+      setTimeout(() => {
+        const answer = g711Answer(req.sdp, { address: '127.0.0.1', port: 9, sessionId: 1 });
+        if ('error' in answer) throw new Error(answer.error);
+        resolve({ kind: 'answered', sdp: answer.sdp, dialog: this.dialog(req) });
+      }, callee.answerAfterMs),
+    );
+    return Promise.race([cancelled, answered]);
+  }
+
+  private dialog(req: OutboundInvite): SipDialog {
+    const ended = new Set<(by: 'remote_bye') => void>();
+    this.remoteByes.set(req.toNumber, () => ended.forEach((l) => l('remote_bye')));
+    return {
+      callId: req.callId,
+      bye: async () => {
+        this.byes.push(req.toNumber);
+      },
+      refer: async () => ({ accepted: false, status: 501 }),
+      onEnded: (listener) => {
+        ended.add(listener);
+        return () => ended.delete(listener);
+      },
+      onInfo: () => () => undefined,
+    };
+  }
+}
+
+let env: TestWorkflowEnvironment;
+let app: TestApi;
+let plain: Client;
+let team: TestTeam;
+const trunk = new StandInTrunk();
+const held = new Map<string, PhoneCall>();
+/** What the scripted callee says to each ask, by call id (default: yes). */
+const calleeAnswers = new Map<string, string[]>();
+/** Calls whose caller stays on an ask until the workflow cancels it (cancel-call in progress), and a wake-up once it does. */
+const lingerOnAsk = new Map<string, () => void>();
+const workers: { worker: Worker; running: Promise<void> }[] = [];
+
+async function run(worker: Worker): Promise<void> {
+  workers.push({ worker, running: worker.run() });
+}
+
+/** An edge: the real dialer on the shared dial queue, and a scripted caller on its own queue. */
+async function startEdge(name: string): Promise<void> {
+  const taskQueue = mediaEdgeTaskQueue(`${name}-${randomUUID()}`);
+  const reporter = new CallEventReporter({ apiUrl: app.url, secret: SECRET, logger: createLogger('silent'), attempts: 2 });
+  const calls = new LiveCalls();
+  const dialer = new PhoneDialer({
+    trunk,
+    openRtp: () => openRtpSession({ portRange: { min: 43000, max: 43398 }, bindAddress: '127.0.0.1' }),
+    publicAddress: '127.0.0.1',
+    reporter,
+    calls,
+    taskQueue,
+    logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    onCall: (call) => {
+      held.set(call.callId, call);
+      void reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue });
+    },
+  });
+  const speech: MediaEdgeActivities = {
+    async speakToCaller({ text }) {
+      return { playedMs: text.length * 50, interrupted: false };
+    },
+    async askCaller({ callId }) {
+      const lingering = lingerOnAsk.get(callId);
+      if (lingering) {
+        lingering();
+        const ctx = Context.current();
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(200);
+        }
+      }
+      const text = calleeAnswers.get(callId)?.shift() ?? 'yes';
+      return { kind: 'utterance', text, recognitionMs: 100 };
+    },
+    async hangUpCaller({ callId }) {
+      await held.get(callId)?.hangUp();
+    },
+  };
+  await run(await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }));
+  await run(await Worker.create({ connection: env.nativeConnection, taskQueue, activities: speech }));
+}
+
+before(async () => {
+  env = await createTimeSkippingEnv();
+  app = await startTestApi({ temporal: env.client, config: SETTINGS });
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
+  await run(await createCallWorker(env, app.pool, callTestConfig(SETTINGS)));
+  team = await createTestTeam(app.pool, { maxConcurrent: 50 });
+  // One edge: a process may run one worker per task queue (the SDK refuses a second on the
+  // dial queue); the claim's refusal of another edge is the endpoint's test below.
+  await startEdge('edge-a');
+});
+
+after(async () => {
+  for (const { worker } of workers) worker.shutdown();
+  await Promise.all(workers.map((w) => w.running));
+  await app?.close();
+  await env?.teardown();
+});
+
+let calleeSeq = 0;
+/** A callee number of its own for each call (the stand-in trunk answers by number). */
+function nextCallee(): string {
+  calleeSeq += 1;
+  return calleeNumber(String(2000 + calleeSeq));
+}
+
+async function createPhoneCall(callee: Callee): Promise<{ callId: string; to: string }> {
+  const to = nextCallee();
+  trunk.callees.set(to, callee);
+  const res = await app.request('POST', '/api/v1/create-phone-call', {
+    key: team.apiKey,
+    body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: to, first_name: 'Ada' } },
+  });
+  assert.equal(res.status, 201, res.text);
+  return { callId: res.json.call_id as string, to };
+}
+
+// Real time (a plain client): the edge's timers are real. The tests run concurrently, each on numbers of its own.
+const result = (callId: string) => callResultOrStuck(app.pool, plain, callId, 30_000);
+const invitesTo = (to: string) => trunk.invites.filter((i) => i.toNumber === to);
+
+describe('a phone call through the SIP trunk', { concurrency: true }, () => {
+  test('answered: one INVITE (From the team number, To the callee, Call-ID from the call id), ringing, then the script runs on the edge that holds the call (completed)', async () => {
+    const { callId, to } = await createPhoneCall({ answerAfterMs: 1500 });
+    const ringing = await waitForCall(app.pool, callId, (c) => c.progress === 'ringing' || isTerminalStatus(c.status));
+    assert.equal(ringing.progress, 'ringing', 'the 180 became progress ringing');
+    assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+    const invites = invitesTo(to);
+    assert.equal(invites.length, 1);
+    assert.equal(invites[0].fromNumber, team.fromNumber);
+    assert.equal(invites[0].callId, sipCallIdOf(callId));
+    const row = await callRow(app.pool, callId);
+    assert.equal(row.provider, 'sip');
+    assert.ok(row.conversation.some((t) => t.role === 'user'), 'the callee’s answers are in the transcript');
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'the agent hung up with one BYE');
+    const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+    const queues = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [`${e.activityTaskScheduledEventAttributes.activityType?.name}@${e.activityTaskScheduledEventAttributes.taskQueue?.name === MEDIA_EDGE_DIAL_TASK_QUEUE ? 'dial' : 'edge'}`] : []));
+    assert.equal(queues[0], 'dialPhoneCall@dial');
+    assert.ok(queues.slice(1).every((q) => q.endsWith('@edge')), `the script's lines run on the edge's own queue: ${queues.join(', ')}`);
+  });
+
+  test('each refusal of the INVITE ends the call as the status table says; the trunk’s own failure leaves its status line in a System Note', async () => {
+    const cases: { answer: [number, string]; status: string; endReason: string; note?: RegExp }[] = [
+      { answer: [486, 'Busy Here'], status: 'User rejected', endReason: 'busy' },
+      { answer: [600, 'Busy Everywhere'], status: 'User rejected', endReason: 'busy' },
+      { answer: [603, 'Decline'], status: 'User rejected', endReason: 'declined' },
+      { answer: [408, 'Request Timeout'], status: 'rang-out', endReason: 'no_answer' },
+      { answer: [480, 'Temporarily Unavailable'], status: 'User unavailable', endReason: 'unreachable' },
+      { answer: [410, 'Gone'], status: 'User unavailable', endReason: 'unreachable' },
+      { answer: [404, 'Not Found'], status: 'failed', endReason: 'invalid_number' },
+      { answer: [484, 'Address Incomplete'], status: 'failed', endReason: 'invalid_number' },
+      { answer: [503, 'Service Unavailable'], status: 'failed', endReason: 'trunk_error', note: /503 Service Unavailable/ },
+      { answer: [0, 'trunk unreachable: connect ECONNREFUSED 127.0.0.1:5999'], status: 'failed', endReason: 'trunk_error', note: /could not be reached: trunk unreachable/ },
+    ];
+    const calls = await Promise.all(cases.map((c) => createPhoneCall({ reject: c.answer })));
+    const ended = await Promise.all(calls.map(({ callId }) => result(callId)));
+    for (const [i, c] of cases.entries()) {
+      assert.deepEqual({ status: ended[i].status, endReason: ended[i].endReason }, { status: c.status, endReason: c.endReason }, `${c.answer.join(' ')}`);
+      assert.equal(invitesTo(calls[i].to).length, 1, `${c.answer[0]}: one INVITE`);
+      const notes = (await callRow(app.pool, calls[i].callId)).system_notes.filter((n) => n.kind === 'telephony');
+      if (c.note) assert.match(notes[0]?.text ?? '', c.note);
+      else assert.equal(notes.length, 0, `${c.answer[0]}: no System Note`);
+    }
+  });
+
+  test('nobody answers within the ring timeout: CANCEL, then rang-out / no_answer', async () => {
+    const { callId, to } = await createPhoneCall({ ringUntilCancelled: true });
+    assert.deepEqual(await result(callId), { callId, status: 'rang-out', endReason: 'no_answer' });
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [to]);
+  });
+
+  test('cancel-call while it rings sends CANCEL, and the call ends cancelled', async () => {
+    const { callId, to } = await createPhoneCall({ ringUntilCancelled: true });
+    await waitForCall(app.pool, callId, (c) => c.progress === 'ringing');
+    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.status, 'cancelled');
+    assert.deepEqual(await result(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [to], 'one CANCEL, before the ring timeout');
+  });
+
+  test('cancel-call in progress stops the script, sends BYE, and the call ends cancelled', async () => {
+    // Answered 1.5 s after the INVITE: the caller is told to stay on the first question before that.
+    const { callId: id, to } = await createPhoneCall({ answerAfterMs: 1500 });
+    // The cancel comes once the script waits on the caller's answer (an activity under way).
+    await new Promise<void>((resolve) => lingerOnAsk.set(id, resolve));
+    const cancel = await app.request('POST', `/api/v1/cancel-call/${id}`, { key: team.apiKey });
+    assert.equal(cancel.status, 200, cancel.text);
+    assert.deepEqual(await result(id), { callId: id, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
+  });
+
+  test('a call in progress that no media edge dials (the simulator’s) still cannot be cancelled: 409 naming its status', async () => {
+    // Scheduled an hour ahead (its workflow waits); the row is moved to in progress by hand.
+    const later = await app.request('POST', '/api/v1/create-phone-call', {
+      key: team.apiKey,
+      body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: nextCallee() }, scheduled_time: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    const callId = later.json.call_id as string;
+    await app.pool.query(`UPDATE calls SET status = 'in-progress', provider = 'simulator' WHERE id = $1`, [callId]);
+    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    assert.equal(res.status, 409, res.text);
+    assert.equal(res.json.message, 'Call cannot be cancelled: its status is in-progress');
+    assert.equal((await callRow(app.pool, callId)).status, 'in-progress');
+    await app.pool.query(`UPDATE calls SET status = 'failed', end_reason = 'provider_error' WHERE id = $1`, [callId]);
+    await plain.workflow.getHandle(callWorkflowId(callId)).terminate('test over');
+  });
+
+  test('a dial activity that fails after its INVITE went out is retried, and the retry sends no second INVITE (failed / media_edge_lost)', async () => {
+    const { callId, to } = await createPhoneCall({ crashAfterInvite: true });
+    assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'media_edge_lost' });
+    assert.equal(invitesTo(to).length, 1, 'one INVITE for the call');
+    const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+    const attempts = (history.events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt ?? 1] : []));
+    assert.ok(Math.max(...attempts) >= 2, `the dial activity was retried (attempts ${attempts.join(', ')})`);
+    const notes = (await callRow(app.pool, callId)).system_notes.filter((n) => n.kind === 'telephony');
+    assert.match(notes[0]?.text ?? '', /not dialled again/);
+  });
+});
+
+describe('the dial claim endpoint (POST /internal/v1/calls/{call_id}/dial-claim)', () => {
+  const claim = (callId: string, body: unknown, secret = SECRET) =>
+    app.request('POST', `/internal/v1/calls/${callId}/dial-claim`, { headers: { Authorization: `Bearer ${secret}` }, body });
+
+  test('one claim per call: the first takes it, its repeat is not first, another edge gets 409 naming the holder; 404, 400 and 401 as documented', async () => {
+    const { callId } = await createPhoneCall({ ringUntilCancelled: true });
+    await waitForCall(app.pool, callId, (c) => c.progress === 'ringing');
+    // The real edge holds this call's claim already: a repeat by another claim id is refused.
+    const other = await claim(callId, { claim_id: randomUUID(), media_task_queue: 'media-edge-other' });
+    assert.equal(other.status, 409, other.text);
+    assert.equal(other.json.message, 'Call already dialled');
+    assert.match(other.json.media_task_queue, /^media-edge-edge-a-/);
+    const bad = await claim(callId, { claim_id: 'nope', media_task_queue: 'q' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.message, /claim_id/);
+    assert.equal((await claim(callId, { claim_id: randomUUID(), media_task_queue: 'q' }, 'wrong-secret-wrong-secret')).status, 401);
+    assert.equal((await claim(randomUUID(), { claim_id: randomUUID(), media_task_queue: 'q' })).status, 404);
+    await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    await result(callId);
+    const ended = await claim(callId, { claim_id: randomUUID(), media_task_queue: 'q' });
+    assert.equal(ended.status, 409, 'still held: a claim is never released');
+  });
+
+  test('a scheduled call is not claimable; in progress, the first claim is first, its repeat is not; a call that ended unclaimed is 410', async () => {
+    // Scheduled an hour ahead: its workflow waits, so the test moves the row itself.
+    const later = await app.request('POST', '/api/v1/create-phone-call', {
+      key: team.apiKey,
+      body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: nextCallee() }, scheduled_time: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    const callId = later.json.call_id as string;
+    const scheduled = await claim(callId, { claim_id: randomUUID(), media_task_queue: 'q' });
+    assert.equal(scheduled.status, 409, scheduled.text);
+    assert.match(scheduled.json.message, /not in progress: its status is scheduled/);
+    await app.pool.query(`UPDATE calls SET status = 'in-progress' WHERE id = $1`, [callId]);
+    const claimId = randomUUID();
+    const first = await claim(callId, { claim_id: claimId, media_task_queue: 'media-edge-x' });
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.json, { success: true, call_id: callId, team_id: team.teamId, first: true });
+    const repeat = await claim(callId, { claim_id: claimId.toUpperCase(), media_task_queue: 'media-edge-x' });
+    assert.equal(repeat.json.first, false);
+    const unclaimed = await app.request('POST', '/api/v1/create-phone-call', {
+      key: team.apiKey,
+      body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: nextCallee() }, scheduled_time: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    await app.request('POST', `/api/v1/cancel-call/${unclaimed.json.call_id}`, { key: team.apiKey });
+    const ended = await claim(unclaimed.json.call_id, { claim_id: randomUUID(), media_task_queue: 'q' });
+    assert.equal(ended.status, 410, ended.text);
+    assert.match(ended.json.message, /its status is cancelled/);
+    await app.pool.query(`UPDATE calls SET status = 'cancelled', end_reason = 'cancelled' WHERE id = $1`, [callId]);
+    await plain.workflow.getHandle(callWorkflowId(callId)).terminate('test over');
+  });
+});

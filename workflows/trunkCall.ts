@@ -1,0 +1,148 @@
+/**
+ * A phone call through the SIP trunk (VOICE_PROVIDER=sip, docs/telephony.md "Outbound
+ * calls"): the dial activity runs on the media edges' shared dial queue, and the edge that
+ * takes it claims the call's one dial, sends the INVITE and holds the call from then on. Once
+ * the callee answers, the script runs on that edge's own queue exactly as in a browser call
+ * (runMediaConversation).
+ *
+ *   dialPhoneCall (ringing events → progress ringing) ── answered ── runMediaConversation
+ *                                                     └─ ended ──── busy, no answer, … (the SIP table)
+ *   cancel-call while it rings: the dial is cancelled (the edge sends CANCEL) → cancelled
+ *   cancel-call once answered: the script stops, hangUpCaller (the edge sends BYE) → cancelled
+ */
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { SystemNote } from '../src/domain/calls.js';
+import { MEDIA_EDGE_DIAL_TASK_QUEUE, type DialPhoneCallResult, type MediaEdgeActivities, type MediaEdgeDialActivities } from './contracts.js';
+import { outcomeOf, type CallContext, type CancelledOutcome, type ConversationOutcome } from './conversation.js';
+import { EDGE_PICKUP_TIMEOUT, runMediaConversation } from './mediaConversation.js';
+
+/** A dial no SIP media edge picks up within this long fails the call (no_media_edge). */
+export const DIAL_PICKUP_TIMEOUT = '30 seconds';
+/** The dial heartbeats while it rings; an edge silent this long is gone (the activity is retried). */
+export const DIAL_HEARTBEAT_TIMEOUT = '10 seconds';
+/** Attempts of the dial activity: a retry never sends a second INVITE (the dial claim), it learns what became of the first. */
+export const DIAL_ATTEMPTS = 3;
+
+export const CANCELLED_OUTCOME: CancelledOutcome = { status: 'cancelled', endReason: 'cancelled' };
+
+function dialer(ringTimeoutMs: number) {
+  return proxyActivities<MediaEdgeDialActivities>({
+    taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE,
+    scheduleToStartTimeout: DIAL_PICKUP_TIMEOUT,
+    // Ringing, then the answer: well past the ring timeout, after which the edge CANCELs.
+    startToCloseTimeout: ringTimeoutMs + 60_000,
+    heartbeatTimeout: DIAL_HEARTBEAT_TIMEOUT,
+    // cancel-call waits for the edge to have sent CANCEL (or BYE to an answer that crossed it).
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: DIAL_ATTEMPTS },
+  });
+}
+
+function hangUpOn(taskQueue: string) {
+  return proxyActivities<MediaEdgeActivities>({
+    taskQueue,
+    scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+type Settled = { result: DialPhoneCallResult } | { err: unknown };
+
+/** Why the dial activity failed for good, as the call's end and a System Note. */
+function outcomeOfDialFailure(err: unknown): { outcome: ConversationOutcome; note: string } {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START') {
+    return { outcome: { status: 'failed', endReason: 'no_media_edge' }, note: `No media edge with a SIP trunk took the dial within ${DIAL_PICKUP_TIMEOUT}: the call was not placed.` };
+  }
+  if (cause instanceof TimeoutFailure) {
+    return {
+      outcome: { status: 'failed', endReason: 'media_edge_lost' },
+      note: `The media edge dialling the call stopped answering (${cause.timeoutType ?? 'timeout'}); the call was not dialled again.`,
+    };
+  }
+  const message = cause instanceof ApplicationFailure || cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+  return { outcome: { status: 'failed', endReason: 'provider_error' }, note: `The dial failed on the media edge: ${message}` };
+}
+
+/** Dials through the trunk and, once answered, runs the script on the edge that holds the call. */
+export async function runTrunkCall(ctx: CallContext, dial: { from: string; to: string; ringTimeoutMs: number }): Promise<ConversationOutcome | CancelledOutcome> {
+  const cancelled = () => ctx.cancelRequested?.() ?? false;
+  const note = (text: string): SystemNote => ({ at: new Date().toISOString(), kind: 'telephony', text });
+
+  // 1. The dial, until it is answered or the call ends unanswered; ringing events set the progress.
+  const dialScope = new CancellationScope();
+  let settled: Settled | undefined;
+  void dialScope
+    .run(() => dialer(dial.ringTimeoutMs).dialPhoneCall({ callId: ctx.input.callId, from: dial.from, to: dial.to, ringTimeoutMs: dial.ringTimeoutMs }))
+    .then(
+      (result) => (settled = { result }),
+      (err: unknown) => (settled = { err }),
+    );
+  let cancelSent = false;
+  let ringing = false;
+  while (!settled) {
+    await condition(() => settled !== undefined || (!cancelSent && cancelled()) || ctx.events.has('ringing'));
+    if (!cancelSent && cancelled()) {
+      cancelSent = true;
+      dialScope.cancel();
+    }
+    if (ctx.events.drop('ringing') && !ringing) {
+      ringing = true;
+      await ctx.setProgress('ringing');
+    }
+  }
+  const done = settled as Settled;
+  if ('err' in done) {
+    if (cancelled() && isCancellation(done.err)) return CANCELLED_OUTCOME;
+    const failure = outcomeOfDialFailure(done.err);
+    await ctx.appendSystemNotes([note(failure.note)]);
+    return cancelled() ? CANCELLED_OUTCOME : failure.outcome;
+  }
+  const { result } = done;
+  if (result.outcome === 'ended') {
+    if (result.note) await ctx.appendSystemNotes([note(result.note)]);
+    // The edge found the call cancelled (its claim answered 410) before this workflow saw the signal.
+    return cancelled() || result.endReason === 'cancelled' ? CANCELLED_OUTCOME : outcomeOf(result.endReason);
+  }
+
+  // 2. Answered: the script runs on the edge that holds the call. A ringing event late behind the answer is stale.
+  ctx.events.drop('ringing');
+  if (cancelled()) return hangUpCancelled(result.mediaTaskQueue);
+  await ctx.setProgress('in_conversation');
+  const talkScope = new CancellationScope();
+  let talked: { outcome: ConversationOutcome } | { err: unknown } | undefined;
+  void talkScope.run(() => runMediaConversation(ctx, result.mediaTaskQueue)).then(
+    (outcome) => (talked = { outcome }),
+    (err: unknown) => (talked = { err }),
+  );
+  await condition(() => talked !== undefined || cancelled());
+  if (talked === undefined) {
+    // cancel-call in progress: the script stops where it is (what was said is written), then BYE.
+    talkScope.cancel();
+    await condition(() => talked !== undefined);
+    return hangUpCancelled(result.mediaTaskQueue);
+  }
+  const over = talked as { outcome: ConversationOutcome } | { err: unknown };
+  if ('err' in over) throw over.err;
+  return over.outcome;
+
+  async function hangUpCancelled(taskQueue: string): Promise<CancelledOutcome> {
+    try {
+      await hangUpOn(taskQueue).hangUpCaller({ callId: ctx.input.callId });
+    } catch (err) {
+      const why = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : String(err);
+      await ctx.appendSystemNotes([note(`The hang-up after cancel-call did not reach the media edge: ${why}`)]);
+    }
+    return CANCELLED_OUTCOME;
+  }
+}

@@ -17,6 +17,8 @@ import type { DigestCredentials } from './sip/digest.js';
 import { DEFAULT_SIP_MESSAGE_LIMITS, type SipMessageLimits } from './sip/message.js';
 import { SipUserAgentServer, type EstablishedCall, type MediaAnswerer } from './sip/userAgentServer.js';
 import { parseTrunkSettings } from './sip/trunk/trunkSettings.js';
+import { DEFAULT_DIGIT_TIMEOUT_MS } from './conversation/digitEntry.js';
+import { DEFAULT_RTP_INACTIVITY_MS } from './rtp/rtpSession.js';
 import { FrameClock } from './webrtc/frameClock.js';
 import { WebRtcEndpoint, type WebRtcOptions } from './webrtc/peer.js';
 import { checkAudioOffer } from './webrtc/sdp.js';
@@ -345,6 +347,9 @@ export const mediaEdgeConfigSchema = z.object({
   MEDIA_EDGE_RECORDING_UPLOAD_ATTEMPTS: positiveInt.max(100, 'must be at most 100').default(DEFAULT_RECORDING_RETRY.attempts),
   MEDIA_EDGE_RECORDING_RETRY_FIRST_MS: positiveInt.default(DEFAULT_RECORDING_RETRY.firstDelayMs),
   MEDIA_EDGE_RECORDING_RETRY_MAX_MS: positiveInt.max(3_600_000, 'must be at most 3600000 (an hour)').default(DEFAULT_RECORDING_RETRY.maxDelayMs),
+  // Phone calls' media and keypad (docs/telephony.md, "Media: RTP and G.711").
+  RTP_INACTIVITY_SECONDS: positiveInt.max(3600, 'must be at most 3600 (an hour)').default(DEFAULT_RTP_INACTIVITY_MS / 1000),
+  DTMF_DIGIT_TIMEOUT_MS: positiveInt.min(200, 'must be at least 200').max(30_000, 'must be at most 30000').default(DEFAULT_DIGIT_TIMEOUT_MS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import type { PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { RtpPortsExhaustedError } from '../../src/mediaEdge/rtp/portAllocator.js';
 import { openRtpSession, type RtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
+import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTelephoneEvent } from '../../src/mediaEdge/rtp/telephoneEvent.js';
 import { PHONE_FRAME, RtpPeer } from '../support/rtpPeer.js';
 import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js';
@@ -212,3 +213,19 @@ describe('RTP session', () => {
   });
 });
 
+
+describe('settings', () => {
+  it('RTP_INACTIVITY_SECONDS and DTMF_DIGIT_TIMEOUT_MS: defaults 10 s and 3 s, and a bad value stops start-up naming its variable', () => {
+    const config = loadMediaEdgeConfig({ MEDIA_EDGE_SECRET: 'rtp-settings-secret' });
+    assert.deepEqual([config.RTP_INACTIVITY_SECONDS, config.DTMF_DIGIT_TIMEOUT_MS], [10, 3000]);
+    assert.equal(loadMediaEdgeConfig({ MEDIA_EDGE_SECRET: 'rtp-settings-secret', RTP_INACTIVITY_SECONDS: '30' }).RTP_INACTIVITY_SECONDS, 30);
+    for (const [env, variable] of [
+      [{ RTP_INACTIVITY_SECONDS: '0' }, /RTP_INACTIVITY_SECONDS/],
+      [{ RTP_INACTIVITY_SECONDS: 'ten' }, /RTP_INACTIVITY_SECONDS/],
+      [{ RTP_INACTIVITY_SECONDS: '7200' }, /RTP_INACTIVITY_SECONDS must be at most 3600/],
+      [{ DTMF_DIGIT_TIMEOUT_MS: '50' }, /DTMF_DIGIT_TIMEOUT_MS must be at least 200/],
+    ] as [Record<string, string>, RegExp][]) {
+      assert.throws(() => loadMediaEdgeConfig({ MEDIA_EDGE_SECRET: 'rtp-settings-secret', ...env }), variable, JSON.stringify(env));
+    }
+  });
+});

@@ -7,10 +7,12 @@
  *   far end's BYE      → channel closed remote_hangup
  *   no RTP (inactivity) → channel closed media_lost, and BYE to the far end
  *   the agent hangs up → channel closed local_hangup, and BYE
+ *   INFO with a key    → a digit on the channel (as an RFC 4733 event is)
  */
 import type { Logger } from '../logging/logger.js';
 import type { MediaChannel } from './media/channel.js';
 import type { RtpSession } from './rtp/rtpSession.js';
+import { digitFromSipInfo } from './rtp/telephoneEvent.js';
 import type { SipDialog } from './sip/trunk/sipTrunkAgent.js';
 
 /** An established phone call, as the edge's `onCall` takes it (the same as a browser call's). */
@@ -32,8 +34,14 @@ export function establishedPhoneCall(callId: string, rtp: RtpSession, dialog: Si
   let byeSent: Promise<void> | undefined;
   const bye = () => (byeSent ??= dialog.bye().catch((err: unknown) => log.warn({ err }, 'BYE failed')));
   const stopWatching = dialog.onEnded(() => channel.hangUp('remote_hangup'));
+  // Keys a far end sends as SIP INFO (instead of RFC 4733 events) answer asks all the same.
+  const stopInfo = dialog.onInfo((contentType, body) => {
+    const digit = digitFromSipInfo(contentType, body);
+    if (digit) rtp.receiveDigit(digit);
+  });
   void channel.closed.then((reason) => {
     stopWatching();
+    stopInfo();
     // No RTP for the inactivity limit (media_lost): the far end is told with a BYE too.
     if (reason !== 'remote_hangup') void bye();
     rtp.close();

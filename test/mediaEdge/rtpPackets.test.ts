@@ -8,7 +8,7 @@ import { alawFromLinear, decodeAlaw, encodeAlaw, linearFromAlaw, linearFromMulaw
 import { g711Answer, g711Offer, parseG711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
 import { RtpPortAllocator, RtpPortsExhaustedError } from '../../src/mediaEdge/rtp/portAllocator.js';
 import { buildRtpPacket, parseRtpPacket, type RtpPacket } from '../../src/mediaEdge/rtp/rtpPacket.js';
-import { buildTelephoneEvent, parseTelephoneEvent, TelephoneEventReceiver, telephoneEventPayloads } from '../../src/mediaEdge/rtp/telephoneEvent.js';
+import { buildTelephoneEvent, digitFromSipInfo, parseTelephoneEvent, TelephoneEventReceiver, telephoneEventPayloads } from '../../src/mediaEdge/rtp/telephoneEvent.js';
 
 const packet: RtpPacket = { marker: true, payloadType: 0, sequenceNumber: 65_535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef, payload: Uint8Array.of(1, 2, 3, 4) };
 
@@ -116,6 +116,25 @@ describe('RFC 4733 telephone events', () => {
     // The same key again is a new event (a new timestamp); only end packets arriving (the start lost) still make the digit.
     assert.deepEqual(payloads.slice(-3).map((p) => receiver.receive(1, 9600, p)).filter(Boolean), ['5']);
     assert.equal(receiver.receive(1, 11_200, Uint8Array.of(1, 2)), undefined);
+  });
+});
+
+describe('keys in SIP INFO', () => {
+  it('application/dtmf-relay and application/dtmf carry one key; anything else is none', () => {
+    const rows: [string, string, string | undefined][] = [
+      ['application/dtmf-relay', 'Signal=5\r\nDuration=160\r\n', '5'],
+      ['Application/DTMF-Relay; charset=utf-8', 'signal= #\nduration=100', '#'],
+      ['application/dtmf-relay', 'Signal=11\r\nDuration=160', '#'],
+      ['application/dtmf-relay', 'Signal=10', '*'],
+      ['application/dtmf-relay', 'Signal=d', 'D'],
+      ['application/dtmf', '7\r\n', '7'],
+      ['application/dtmf-relay', 'Signal=16\r\nDuration=160', undefined],
+      ['application/dtmf-relay', 'Duration=160', undefined],
+      ['application/dtmf-relay', 'Signal=55', undefined],
+      ['text/plain', 'Signal=5', undefined],
+      ['application/dtmf', '', undefined],
+    ];
+    for (const [type, body, digit] of rows) assert.equal(digitFromSipInfo(type, body), digit, `${type}: ${JSON.stringify(body)}`);
   });
 });
 

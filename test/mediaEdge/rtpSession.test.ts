@@ -9,6 +9,9 @@ import type { PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { RtpPortsExhaustedError } from '../../src/mediaEdge/rtp/portAllocator.js';
 import { openRtpSession, type RtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { establishedPhoneCall } from '../../src/mediaEdge/phoneCall.js';
+import type { SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import { parseTelephoneEvent } from '../../src/mediaEdge/rtp/telephoneEvent.js';
 import { PHONE_FRAME, RtpPeer } from '../support/rtpPeer.js';
 import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js';
@@ -69,6 +72,7 @@ describe('RTP session', () => {
       const agent = heard.slice(loudAt + 200, loudAt + 200 + 20 * PHONE_FRAME);
       assert.ok(Math.abs(zeroCrossingFrequency(agent, 8000) - 500) < 20, `frequency ${zeroCrossingFrequency(agent, 8000)}`);
       assert.equal(session.stats.dropped.payload_type ?? 0, 0);
+      assert.equal(session.channel.band, 'telephone', 'recognised as telephone-band audio');
     });
   }
 
@@ -162,6 +166,32 @@ describe('RTP session', () => {
     assert.ok(events.every((e) => e.digit === '9'));
     assert.throws(() => session.sendDigits('x'), /not a keypad digit/);
     peer.stop();
+  });
+
+  it("a key the signalling carried (SIP INFO) through the phone call's dialog is a digit on the channel", async () => {
+    const { session } = await call({ telephoneEvent: false });
+    const digits: string[] = [];
+    session.channel.onDigit((d) => digits.push(d));
+    const infoListeners = new Set<(contentType: string, body: string) => void>();
+    const dialog: SipDialog = {
+      callId: 'info-test',
+      bye: async () => undefined,
+      refer: async () => ({ accepted: false, status: 0 }),
+      onEnded: () => () => undefined,
+      onInfo: (listener) => {
+        infoListeners.add(listener);
+        return () => infoListeners.delete(listener);
+      },
+    };
+    establishedPhoneCall('call-info', session, dialog, 'PCMU', createLogger('silent'));
+    for (const [type, body] of [['application/dtmf-relay', 'Signal=3\r\nDuration=160'], ['application/dtmf', '#'], ['text/plain', 'Signal=9']]) {
+      for (const listener of infoListeners) listener(type, body);
+    }
+    session.receiveDigit('x');
+    assert.deepEqual(digits, ['3', '#']);
+    session.close();
+    await session.channel.closed;
+    assert.equal(infoListeners.size, 0, 'the dialog is no longer listened to once the call ends');
   });
 
   it('digits from a far end that did not negotiate telephone-event are dropped as an unknown payload type', async () => {

@@ -75,6 +75,8 @@ export interface RtpSession {
   channel: RtpMediaChannel;
   /** Ends the call's media: the channel closes `local_hangup` (unless closed already), the port is released. Idempotent. */
   close(): void;
+  /** A key press the signalling carried (a SIP INFO, telephoneEvent.ts digitFromSipInfo): heard as a digit like an RFC 4733 event. */
+  receiveDigit(digit: string): void;
   /** Sends keypad digits as RFC 4733 events, one after the other (the far end must have offered telephone-event). */
   sendDigits(digits: string, options?: { durationMs?: number }): void;
   /** Where packets go now: the SDP's address, or the latched source of the far end's packets. */
@@ -213,6 +215,11 @@ class G711RtpSession implements RtpSession {
 
   close(): void {
     this.media.close('local_hangup');
+  }
+
+  receiveDigit(digit: string): void {
+    if (this.media.isClosed || !isKeypadDigit(digit)) return;
+    this.emitDigit(digit.toUpperCase());
   }
 
   private channelFacade(): RtpMediaChannel {

@@ -39,6 +39,22 @@ export function isKeypadDigit(digit: string): boolean {
   return digit.length === 1 && EVENT_KEYS.includes(digit.toUpperCase());
 }
 
+/**
+ * The key a SIP INFO carries, for far ends that send digits in signalling instead of RTP:
+ * `application/dtmf-relay` (a `Signal=5` line, the common form) or `application/dtmf` (the
+ * key alone). Anything else, or a signal that is not a keypad key, is no digit.
+ */
+export function digitFromSipInfo(contentType: string, body: string): string | undefined {
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  let signal: string | undefined;
+  if (type === 'application/dtmf-relay') signal = /^\s*signal\s*=\s*(\S+)\s*$/im.exec(body)?.[1];
+  else if (type === 'application/dtmf') signal = body.trim();
+  if (signal === undefined) return undefined;
+  // Some senders write the event code (10 = *, 11 = #) instead of the key.
+  const key = signal === '10' ? '*' : signal === '11' ? '#' : signal.toUpperCase();
+  return isKeypadDigit(key) ? key : undefined;
+}
+
 /** Events remembered to tell a repeated or late packet of an old event from a new one. */
 const REMEMBERED_EVENTS = 16;
 

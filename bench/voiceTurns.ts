@@ -26,6 +26,15 @@
 // BENCH_MAX_CALLS), then prints the highest level that met it.
 //
 //   npx tsx bench/voiceTurns.ts
+//   npx tsx bench/voiceTurns.ts --band telephone
+//
+// `--band telephone`: the callers are on a phone line. Their answers are band-limited to
+// 300–3400 Hz and round-tripped through 8 kHz G.711 μ-law (test/support/telephoneBand.ts)
+// before the browser-like peer encodes them, and the edge hears each call as a telephone-band
+// call (speech.forCall's band), so STT_TELEPHONE_ENGINES chooses its recognisers (by default
+// Whisper for every expect). The script gets a free-text question too, and the turns are
+// reported per kind of answer (constrained: yes/no and digits; free), against issue 24's
+// targets: constrained p50 ≤ 450 ms at 10 calls, free speech with Whisper p50 ≤ 900 ms.
 //
 // Knobs (environment): BENCH_CALLS (default "1,5,10,15,20"), BENCH_MAX_CALLS (default 40),
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
@@ -47,13 +56,15 @@ import { createLogger } from '../src/logging/logger.js';
 import { resample } from '../src/mediaEdge/audio/resample.js';
 import type { ConversationEngine, TurnLatency } from '../src/mediaEdge/conversation/engine.js';
 import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
-import { createSpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
+import type { AudioBand } from '../src/mediaEdge/media/channel.js';
+import { createSpeechEngines, type SpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
 import { createRecordingStore } from '../src/recordings/index.js';
 import { createWorker, installTemporalRuntime } from '../src/temporal/worker.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { SipTestClient } from '../test/support/sipClient.js';
 import { spoken } from '../test/support/spokenAudio.js';
+import { overTelephone } from '../test/support/telephoneBand.js';
 import { BrowserPeer } from '../test/support/webrtcPeer.js';
 import { insertTeamWithKey, jsonRequester, startBenchApi } from './support/api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
@@ -78,13 +89,23 @@ const SCRIPT = {
 };
 /** What the callers say, in order (words pocketsphinx hears reliably from festival's voice through Opus). */
 const ANSWERS = ['two nine four six', 'yes', 'five three nine two', 'no'];
+
+/** `--band telephone`: callers on a phone line (above). */
+const BAND: AudioBand = process.argv.includes('--band') && process.argv[process.argv.indexOf('--band') + 1] === 'telephone' ? 'telephone' : 'wideband';
+/** On the phone a free-text question comes last but one, so Whisper's free-speech turn is measured too. */
+const FREE_ASK = { id: 'ask_reason', type: 'ask', question: 'What is the reason for your call?', variable: 'answers.reason', expect: 'text' };
+const FREE_ANSWER = 'I would like to book an appointment for next week.';
+const BAND_SCRIPT = BAND === 'telephone' ? { ...SCRIPT, steps: [...SCRIPT.steps.slice(0, 4), FREE_ASK, ...SCRIPT.steps.slice(4)] } : SCRIPT;
+const BAND_ANSWERS = BAND === 'telephone' ? [...ANSWERS, FREE_ANSWER] : ANSWERS;
+/** The kind of each answer, in order: a constrained one (yes/no, digits) or free speech. */
+const ANSWER_KINDS = BAND_SCRIPT.steps.filter((s) => s.type === 'ask').map((s) => ((s as { expect?: string }).expect === 'text' ? 'free' : 'constrained'));
 /** The agent's audio has ended when no packet came for this long (the edge sends nothing while silent). */
 const PROMPT_END_QUIET_MS = 400;
 /** Caller turns longer than this are counted too: an answer the agent did not make out (its reprompt comes 8 s later), or an overload. */
 const LONG_TURN_MS = 5_000;
 const TARGET_P95_MS = 1_500;
 
-type ToChild = { cmd: 'prepare'; answers: string[] } | { cmd: 'calls'; calls: CallOrder[] } | { cmd: 'stop' };
+type ToChild = { cmd: 'prepare'; answers: string[]; band: AudioBand } | { cmd: 'calls'; calls: CallOrder[] } | { cmd: 'stop' };
 type ToParent = { event: 'prepared' } | { event: 'done'; results: CallerResult[]; loopDelayP99Ms: number } | { event: 'error'; message: string };
 
 interface CallOrder {
@@ -197,7 +218,8 @@ async function callers(): Promise<void> {
         };
         silence = encode(new Int16Array(960))[0];
         answers = [];
-        for (const text of m.answers) answers.push(encode(resample(await spoken(text), 16_000, 48_000)));
+        // A phone caller's voice reaches the peer as a phone line carries it.
+        for (const text of m.answers) answers.push(encode(resample(m.band === 'telephone' ? overTelephone(await spoken(text)) : await spoken(text), 16_000, 48_000)));
         encoder.delete();
         send({ event: 'prepared' });
       } else if (m.cmd === 'calls') {
@@ -383,6 +405,9 @@ interface LevelResult {
   calls: number;
   edgeTurns: number[];
   clientTurns: number[];
+  /** The same turns by the kind of answer that ended them. */
+  edgeByKind: Record<string, number[]>;
+  clientByKind: Record<string, number[]>;
   /** askCaller results that were silence: answers the edge did not make out. */
   unheard: number;
   failed: string[];
@@ -432,7 +457,16 @@ async function main(): Promise<void> {
     deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
   });
   const workerRun = worker.run();
-  const speech = createSpeechEngines(process.env);
+  const engines0 = createSpeechEngines(process.env);
+  // The bench's callers are WebRTC peers; on the phone band the edge is told so, as a phone channel would.
+  const speech: SpeechEngines = {
+    synthesizer: engines0.synthesizer,
+    recognizer: engines0.recognizer,
+    recognizers: engines0.recognizers,
+    forCall: (onFailover) => engines0.forCall(onFailover, { band: BAND }),
+    warmUp: () => engines0.warmUp(),
+    close: () => engines0.close(),
+  };
   const edge = await startVoiceEdge({
     config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: secret, API_URL: api.base, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench', LOG_LEVEL: 'silent' }),
     logger: edgeLogger,
@@ -450,13 +484,13 @@ async function main(): Promise<void> {
 
   const team = await insertTeamWithKey(pool, 'voice turns bench');
   await pool.query('UPDATE teams SET max_concurrent = 1000 WHERE id = $1', [team.id]);
-  const { id: scriptId } = await insertScript(pool, { teamId: team.id, name: SCRIPT.name, definition: SCRIPT });
+  const { id: scriptId } = await insertScript(pool, { teamId: team.id, name: BAND_SCRIPT.name, definition: BAND_SCRIPT });
   const request = jsonRequester(api.base);
   // spawns: node
   const child = fork(fileURLToPath(import.meta.url), ['callers'], { stdio: 'inherit' });
 
   try {
-    await ask(child, { cmd: 'prepare', answers: ANSWERS }, 'prepared');
+    await ask(child, { cmd: 'prepare', answers: BAND_ANSWERS, band: BAND }, 'prepared');
 
     const callersLoopP99: number[] = [];
     /** N calls at once, their starts spread over one turn so their turns do not fall in step. */
@@ -481,12 +515,13 @@ async function main(): Promise<void> {
     const idle = serviceTicks(child.pid);
     const idleMsPerSecond = ((total(idle) - total(idleBefore)) * (1000 / TICKS_PER_SECOND)) / idleSeconds;
 
-    out(`voice turns: ${SCRIPT.steps.filter((s) => s.type === 'ask').length} answered asks per call, Opus, Festival + pocketsphinx; service idle ${idleMsPerSecond.toFixed(0)} ms/s; load ${loadAverage()}`);
+    const heardBy = [...new Set(Object.values(speech.recognizers[BAND]))].join(', ');
+    out(`voice turns: ${ANSWER_KINDS.length} answered asks per call, Opus, ${BAND} band, Festival + ${heardBy} (per expect: ${Object.entries(speech.recognizers[BAND]).map(([e, r]) => `${e} ${r}`).join(', ')}); service idle ${idleMsPerSecond.toFixed(0)} ms/s; load ${loadAverage()}`);
     const results: LevelResult[] = [];
     const meets = (r: LevelResult) => r.edgeTurns.length > 0 && r.clientTurns.length > 0 && quantile(r.edgeTurns, 0.95) <= TARGET_P95_MS && quantile(r.clientTurns, 0.95) <= TARGET_P95_MS && r.failed.length === 0;
     for (let i = 0; i < levels.length; i++) {
       const calls = levels[i];
-      const level: LevelResult = { calls, edgeTurns: [], clientTurns: [], unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
+      const level: LevelResult = { calls, edgeTurns: [], clientTurns: [], edgeByKind: {}, clientByKind: {}, unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
       callersLoopP99.length = 0;
       const loop = monitorEventLoopDelay({ resolution: 5 });
       loop.enable();
@@ -497,14 +532,17 @@ async function main(): Promise<void> {
       let callSeconds = 0;
       do {
         const { results: callers, callIds } = await runCalls(calls);
+        const byKind = (into: Record<string, number[]>, turns: number[]) => turns.forEach((t, i) => (into[ANSWER_KINDS[i] ?? 'other'] ??= []).push(t));
         for (const r of callers) {
           level.clientTurns.push(...r.turnsMs);
+          byKind(level.clientByKind, r.turnsMs);
           callSeconds += r.seconds;
           if (r.error) level.failed.push(r.error);
         }
         for (const callId of callIds) {
           const turns = engines.get(callId)?.turnLatencies ?? [];
           level.edgeTurns.push(...turns.map((t) => t.turnMs));
+          byKind(level.edgeByKind, turns.map((t) => t.turnMs));
           const { profiles, unheard } = await profileCall(temporal.client, callId, turns);
           level.profiles.push(...profiles);
           level.unheard += unheard;
@@ -555,6 +593,11 @@ function report(r: LevelResult): void {
   out(`  turn latency, edge   (speech end → agent's first frame): p50 ${ms(median(r.edgeTurns))}, p95 ${ms(quantile(r.edgeTurns, 0.95))}, max ${ms(Math.max(...r.edgeTurns))} over ${r.edgeTurns.length} turns`);
   if (r.clientTurns.length) {
     out(`  turn latency, caller (sent speech end → first packet): p50 ${ms(median(r.clientTurns))}, p95 ${ms(quantile(r.clientTurns, 0.95))}, max ${ms(Math.max(...r.clientTurns))} over ${r.clientTurns.length} turns`);
+  }
+  for (const kind of Object.keys(r.edgeByKind)) {
+    const edge = r.edgeByKind[kind];
+    const caller = r.clientByKind[kind] ?? [];
+    out(`    ${kind} answers: edge p50 ${ms(median(edge))}, p95 ${ms(quantile(edge, 0.95))} (${edge.length}); caller p50 ${caller.length ? ms(median(caller)) : '–'}, p95 ${caller.length ? ms(quantile(caller, 0.95)) : '–'} (${caller.length})`);
   }
   const long = r.clientTurns.filter((t) => t > LONG_TURN_MS).length;
   if (long || r.unheard || r.failed.length) {

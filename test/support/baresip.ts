@@ -208,6 +208,16 @@ export class BaresipPhone {
     await this.command('/hangup');
   }
 
+  /** Stops the process (SIGSTOP): its RTP and SIP fall silent, as a phone whose line died. */
+  freeze(): void {
+    this.child.kill('SIGSTOP');
+  }
+
+  /** Lets a frozen phone run again (SIGCONT). */
+  thaw(): void {
+    this.child.kill('SIGCONT');
+  }
+
   /** The WAVs of its calls so far: what it heard (dec) and what it sent (enc). */
   recordings(): { heard: string[]; sent: string[] } {
     const files = readdirSync(this.recordingsDir).sort();

@@ -1,0 +1,240 @@
+// test-runner: alone (a real-time call through baresip; its answers are timed after the prompts)
+// Outbound phone calls through the whole stack, in real time, with a real telephone: calls
+// created over HTTP with create-phone-call (VOICE_PROVIDER=sip), the real API and call worker,
+// a Temporal dev server, and the real media edge (startVoiceEdge with its SIP trunk agent, RTP,
+// Festival and the offline recognisers) whose trunk is baresip on loopback
+// (/work/shared/recipes/sip-test-phones.md): one account auto-answers and plays a
+// festival-made WAV (a "yes" timed after the prompt), one rings until CANCEL, and any other
+// number is answered 404. Every test counts the INVITEs baresip saw for its call: one.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { freePort } from '../../src/localPorts.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
+import { createEndpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
+import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
+import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
+import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
+import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
+import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
+import { recordingKey } from '../../src/recordings/keys.js';
+import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { BaresipPhone } from '../support/baresip.js';
+import { callResultOrStuck, callRow, callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
+import { createLocalEnv } from '../support/temporal.js';
+
+const run = promisify(execFile);
+const SECRET = 'phone-test-media-edge-secret-0123';
+/** Auto-answers and plays the answers WAV; rings until CANCEL; anything else is 404. */
+const ANSWERS = '+14155550171';
+const RINGS = '+14155550172';
+const NO_SUCH = '+14155550173';
+
+const SCRIPT = {
+  name: 'Phone check',
+  steps: [
+    { id: 'greet', type: 'say', text: 'Hello, this is the account line.' },
+    { id: 'ask_ok', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.ok', expect: 'yes_no' },
+    { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
+  ],
+};
+
+let env: TestWorkflowEnvironment;
+let app: TestApi;
+let worker: Worker;
+let running: Promise<void>;
+let speech: SpeechEngines;
+const endpointing = createEndpointing({});
+let edge: VoiceEdge;
+let phone: BaresipPhone;
+let team: TestTeam;
+let scriptId: string;
+let work: string;
+
+/** The callee's microphone: silence, "yes" once the prompt has played (and again for a reprompt), then silence. */
+async function answersWav(dir: string): Promise<string> {
+  const yes = path.join(dir, 'yes.wav');
+  const text = path.join(dir, 'yes.txt');
+  writeFileSync(text, 'Yes.');
+  // spawns: text2wave
+  await run('text2wave', ['-F', '8000', '-eval', '(voice_kal_diphone)', '-o', yes, text], { timeout: 20_000 });
+  const first = path.join(dir, 'first.wav');
+  const out = path.join(dir, 'answers.wav');
+  // spawns: sox
+  await run('sox', [yes, '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', first, 'pad', '7', '10']);
+  await run('sox', [first, yes, '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', out, 'pad', '0', '40']);
+  return out;
+}
+
+before(async () => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'phone-calls-'));
+  phone = await BaresipPhone.start({ accounts: [{ number: ANSWERS, answer: 'auto' }, { number: RINGS, answer: 'manual' }], audioFile: await answersWav(work) });
+  env = await createLocalEnv();
+  const settings = {
+    TEMPORAL_TASK_QUEUE: `phone-calls-${process.pid}`,
+    MEDIA_EDGE_SECRET: SECRET,
+    VOICE_PROVIDER: 'sip',
+    SIP_RING_TIMEOUT_SECONDS: '4',
+    RECORDINGS_STORE: 'local',
+    RECORDINGS_DIR: path.join(work, 'recordings'),
+    RATE_LIMITS_ENABLED: 'false',
+  } as const;
+  app = await startTestApi({ temporal: env.client, config: settings });
+  const workerConfig = callTestConfig(settings);
+  worker = await createCallWorker(env, app.pool, workerConfig);
+  running = worker.run();
+  speech = createSpeechEngines({});
+  const sipPort = await freePort();
+  const { createRecordingStore } = await import('../../src/recordings/index.js');
+  edge = await startVoiceEdge({
+    config: loadMediaEdgeConfig({
+      MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`,
+      MEDIA_EDGE_SECRET: SECRET,
+      API_URL: app.url,
+      LOG_LEVEL: 'silent',
+      // A silent far end ends the call dropout after this long (10 s in production).
+      RTP_INACTIVITY_SECONDS: '3',
+    }),
+    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
+    speech,
+    endpointing,
+    recordings: createRecordingStore(workerConfig),
+    temporalAddress: env.address,
+    temporalNamespace: env.namespace ?? 'default',
+    instanceId: `phone-test-${process.pid}`,
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${sipPort}`, RTP_PORT_RANGE: '44600-44799' }),
+  });
+  team = await createTestTeam(app.pool);
+  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
+});
+
+after(async () => {
+  await edge?.close();
+  worker?.shutdown();
+  await running;
+  await speech?.close();
+  await endpointing.close();
+  await app?.close();
+  await env?.teardown();
+  await phone?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+async function createPhoneCall(to: string): Promise<string> {
+  const res = await app.request('POST', '/api/v1/create-phone-call', { key: team.apiKey, body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: to, first_name: 'Ada' } } });
+  assert.equal(res.status, 201, res.text);
+  return res.json.call_id as string;
+}
+
+const result = (callId: string) => callResultOrStuck(app.pool, env.client, callId, 90_000);
+/**
+ * INVITEs that reached baresip for the call, by the SIP Call-ID derived from the call id: an
+ * auto-answering account reports each offer it takes (CALL_REMOTE_SDP offer), a ringing one
+ * each incoming call (CALL_INCOMING).
+ */
+const invitesOf = (callId: string) =>
+  phone.events.filter((e) => e.id === sipCallIdOf(callId) && (e.type === 'CALL_INCOMING' || (e.type === 'CALL_REMOTE_SDP' && e.param === 'offer'))).length;
+
+/** Milliseconds of 20 ms frames louder than -40 dBFS in a mono 8 kHz WAV. */
+function voicedMs(file: string): number {
+  const samples = toMono(readWav(readFileSync(file)));
+  let voiced = 0;
+  for (let i = 0; i + 160 <= samples.length; i += 160) {
+    let sum = 0;
+    for (let j = i; j < i + 160; j++) sum += samples[j] * samples[j];
+    if (Math.sqrt(sum / 160) > 32768 * 0.01) voiced += 20;
+  }
+  return voiced;
+}
+
+describe('outbound phone calls to baresip through the SIP trunk', () => {
+  test('the callee answers: the script runs, its "yes" is recognised, the call completes with a stereo recording, and baresip heard the agent', async () => {
+    const callId = await createPhoneCall(ANSWERS);
+    assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+    assert.equal(invitesOf(callId), 1, `one INVITE; events ${JSON.stringify(phone.events)}`);
+    assert.equal(phone.events.find((e) => e.id === sipCallIdOf(callId))?.peeruri, `sip:${team.fromNumber}@127.0.0.1`, 'From is the team’s number');
+    const row = await callRow(app.pool, callId);
+    assert.equal(row.provider, 'sip');
+    const turns = row.conversation.map((t) => `${t.role}: ${t.text}`);
+    assert.ok(turns.includes('agent: Hello, this is the account line.'), turns.join(' | '));
+    assert.ok(row.conversation.some((t) => t.role === 'user' && /\byes\b/i.test(t.text)), `the callee's yes is heard: ${turns.join(' | ')}`);
+    const stored = path.join(app.config.RECORDINGS_DIR!, recordingKey(team.teamId, callId));
+    for (let i = 0; i < 50 && !existsSync(stored); i++) await new Promise((r) => setTimeout(r, 100));
+    const layout = readWavLayout(readFileSync(stored));
+    assert.equal(layout?.channels, 2, 'the recording is stereo (callee and agent)');
+    await phone.waitForEvent('CALL_CLOSED', () => true);
+    const heard = phone.recordings().heard.at(-1);
+    assert.ok(heard, 'baresip recorded the call');
+    // Greeting, question and goodbye: several seconds of the agent's voice.
+    const ms = voicedMs(heard);
+    assert.ok(ms > 2500 && ms < 20_000, `baresip heard ${ms} ms of the agent's speech`);
+  });
+
+  test('nobody answers within the ring timeout: CANCEL reaches the phone, and the call ends rang-out / no_answer', async () => {
+    const closed = phone.events.filter((e) => e.type === 'CALL_CLOSED').length;
+    const callId = await createPhoneCall(RINGS);
+    assert.deepEqual(await result(callId), { callId, status: 'rang-out', endReason: 'no_answer' });
+    assert.equal(invitesOf(callId), 1, 'one INVITE');
+    await waitUntil(() => phone.events.filter((e) => e.type === 'CALL_CLOSED').length > closed, 'the ringing phone stopped (CANCEL)');
+  });
+
+  test('a number the far end does not know (404) ends failed / invalid_number', async () => {
+    const callId = await createPhoneCall(NO_SUCH);
+    assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'invalid_number' });
+  });
+
+  test('cancel-call while the phone rings sends CANCEL, and the call ends cancelled', async () => {
+    const callId = await createPhoneCall(RINGS);
+    await waitForCall(app.pool, callId, (c) => c.progress === 'ringing', 30_000);
+    const closed = phone.events.filter((e) => e.type === 'CALL_CLOSED').length;
+    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(await result(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
+    await waitUntil(() => phone.events.filter((e) => e.type === 'CALL_CLOSED').length > closed, 'the ringing phone stopped (CANCEL)');
+    assert.equal(invitesOf(callId), 1, 'one INVITE');
+  });
+
+  test('the callee hangs up mid-call (BYE): hang-up / User Hangup', async () => {
+    const callId = await createPhoneCall(ANSWERS);
+    await waitForCall(app.pool, callId, (c) => c.progress === 'in_conversation', 30_000);
+    await phone.hangup(ANSWERS);
+    assert.deepEqual(await result(callId), { callId, status: 'hang-up', endReason: 'User Hangup' });
+  });
+
+  test('cancel-call in progress sends BYE, and the call ends cancelled', async () => {
+    const callId = await createPhoneCall(ANSWERS);
+    await waitForCall(app.pool, callId, (c) => c.progress === 'in_conversation', 30_000);
+    const closed = phone.events.filter((e) => e.type === 'CALL_CLOSED').length;
+    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(await result(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
+    await waitUntil(() => phone.events.filter((e) => e.type === 'CALL_CLOSED').length > closed, 'the phone got the BYE');
+  });
+
+  test('RTP that stops (the phone frozen) ends the call dropout / connection_lost', async () => {
+    const callId = await createPhoneCall(ANSWERS);
+    await waitForCall(app.pool, callId, (c) => c.progress === 'in_conversation', 30_000);
+    phone.freeze();
+    try {
+      assert.deepEqual(await result(callId), { callId, status: 'dropout', endReason: 'connection_lost' });
+    } finally {
+      phone.thaw();
+    }
+  });
+});
+
+async function waitUntil(predicate: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}; baresip events ${phone.events.map((e) => e.type).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

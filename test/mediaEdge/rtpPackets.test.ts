@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createSocket, type Socket } from 'node:dgram';
 import { describe, it } from 'node:test';
 import { alawFromLinear, decodeAlaw, encodeAlaw, linearFromAlaw, linearFromMulaw, mulawFromLinear } from '../../src/mediaEdge/audio/mulaw.js';
+import { Downsampler2, Upsampler2 } from '../../src/mediaEdge/audio/halfband.js';
 import { g711Answer, g711Offer, parseG711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
 import { RtpPortAllocator, RtpPortsExhaustedError } from '../../src/mediaEdge/rtp/portAllocator.js';
 import { buildRtpPacket, parseRtpPacket, type RtpPacket } from '../../src/mediaEdge/rtp/rtpPacket.js';
@@ -92,6 +93,58 @@ describe('G.711', () => {
     const tone = Int16Array.from({ length: 800 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 8000)));
     assert.deepEqual([...encodeAlaw(tone)], [...tone].map(alawFromLinear));
     assert.deepEqual([...decodeAlaw(encodeAlaw(tone))], [...tone].map((x) => linearFromAlaw(alawFromLinear(x))));
+  });
+});
+
+describe('8 kHz ↔ 16 kHz half-band converters', () => {
+  const tone = (f: number, rate: number, n: number) => Int16Array.from({ length: n }, (_, i) => Math.round(10_000 * Math.sin((2 * Math.PI * f * i) / rate)));
+  const level = (x: ArrayLike<number>) => Math.sqrt(Array.from(x).reduce((s, v) => s + v * v, 0) / x.length);
+  const gainDb = (out: ArrayLike<number>, input: ArrayLike<number>) => 20 * Math.log10(level(out) / level(input));
+  /** Through a converter 20 ms at a time (exactly twice or half each piece), the first 100 ms dropped. */
+  function through(convert: { push(x: Int16Array): Int16Array }, x: Int16Array, piece: number, factor: number): Int16Array {
+    const out: number[] = [];
+    for (let at = 0; at < x.length; at += piece) {
+      const y = convert.push(x.subarray(at, at + piece));
+      assert.equal(y.length, piece * factor);
+      out.push(...y);
+    }
+    return Int16Array.from(out.slice(out.length / 10));
+  }
+  /** Amplitude of frequency f in x (one bin of a DFT). */
+  const amplitude = (x: Int16Array, f: number, rate: number) => {
+    let re = 0;
+    let im = 0;
+    for (let i = 0; i < x.length; i++) {
+      re += x[i] * Math.cos((2 * Math.PI * f * i) / rate);
+      im += x[i] * Math.sin((2 * Math.PI * f * i) / rate);
+    }
+    return (2 * Math.hypot(re, im)) / x.length;
+  };
+
+  it('16 → 8 kHz: flat over the telephone band, at least 45 dB down from 4.6 kHz (no aliasing)', () => {
+    for (const f of [300, 1000, 3000, 3400]) {
+      const x = tone(f, 16_000, 16_000);
+      assert.ok(Math.abs(gainDb(through(new Downsampler2(), x, 320, 0.5), x)) < 0.2, `${f} Hz`);
+    }
+    for (const f of [4600, 5000, 6000, 7500]) {
+      const x = tone(f, 16_000, 16_000);
+      assert.ok(gainDb(through(new Downsampler2(), x, 320, 0.5), x) < -45, `${f} Hz`);
+    }
+  });
+
+  it('8 → 16 kHz: flat over the telephone band, images at least 45 dB down', () => {
+    for (const f of [300, 1000, 3000, 3400]) {
+      const x = tone(f, 8000, 8000);
+      const y = through(new Upsampler2(), x, 160, 2);
+      assert.ok(Math.abs(gainDb(y, x)) < 0.2, `${f} Hz`);
+      assert.ok(20 * Math.log10(amplitude(y, 8000 - f, 16_000) / amplitude(y, f, 16_000)) < -45, `image of ${f} Hz`);
+    }
+  });
+
+  it('an odd piece is carried over: the output always stays half the input so far', () => {
+    const down = new Downsampler2();
+    assert.equal(down.push(new Int16Array(7)).length, 3);
+    assert.equal(down.push(new Int16Array(7)).length, 4);
   });
 });
 

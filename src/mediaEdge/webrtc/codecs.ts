@@ -5,13 +5,13 @@
  *   decodes and encodes natively at 16 kHz, so no resampling: the RTP clock stays 48 kHz
  *   (960 ticks per 20 ms) whatever the internal rate.
  * - PCMU (G.711 μ-law, 8 kHz) as the fallback every WebRTC browser offers: μ-law and
- *   resampling to and from 16 kHz with the audio helpers.
+ *   the half-band 8 ↔ 16 kHz converters (audio/halfband.ts).
  * - PCMA (G.711 A-law, 8 kHz), the same at 8 kHz in the other law: phone calls over a SIP
  *   trunk (src/mediaEdge/rtp/) take PCMU or PCMA, whichever the far end offers.
  */
 import OpusScript from 'opusscript';
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../audio/mulaw.js';
-import { Resampler } from '../audio/resample.js';
+import { Downsampler2, Upsampler2 } from '../audio/halfband.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../media/channel.js';
 
 export type CodecName = 'opus' | 'PCMU' | 'PCMA';
@@ -73,22 +73,15 @@ class OpusCodec implements AudioCodec {
 }
 
 /**
- * A streaming resampler fed its lookahead in silence first, so that from then on every input
- * frame gives exactly its length in output (a constant delay of a few milliseconds instead of
- * a short first frame that would break the RTP timing).
+ * G.711 at 8 kHz, μ-law (PCMU) or A-law (PCMA), to and from the channel's 16 kHz by the
+ * half-band converters (audio/halfband.ts): a quarter of the general resampler's CPU, which
+ * every phone call pays 50 times a second each way.
  */
-function primedResampler(fromRate: number, toRate: number): Resampler {
-  const resampler = new Resampler(fromRate, toRate);
-  resampler.push(new Int16Array(resampler.lookahead));
-  return resampler;
-}
-
-/** G.711 at 8 kHz, μ-law (PCMU) or A-law (PCMA), resampled to and from the channel's 16 kHz. */
 class G711Codec implements AudioCodec {
   readonly clockRate = 8000;
   readonly frameTicks = 160;
-  private readonly up = primedResampler(8000, SAMPLE_RATE);
-  private readonly down = primedResampler(SAMPLE_RATE, 8000);
+  private readonly up = new Upsampler2();
+  private readonly down = new Downsampler2();
   private readonly decodeLaw: (codes: Uint8Array) => Int16Array;
   private readonly encodeLaw: (samples: Int16Array) => Uint8Array;
 

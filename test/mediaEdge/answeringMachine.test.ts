@@ -14,7 +14,8 @@ import {
   detectAnsweringMachine,
 } from '../../src/mediaEdge/conversation/answeringMachineDetector.js';
 import { CallScreener, screenAnsweredCall } from '../../src/mediaEdge/conversation/voicemailDrop.js';
-import type { SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
+import { ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
+import type { SpeechRecognizer, SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { beepStartMs, labelledLines, lineAudio } from '../../bench/voicemailSet.js';
 import { whiteNoise } from '../support/loopbackChannel.js';
 import { spoken } from '../support/spokenAudio.js';
@@ -283,6 +284,29 @@ describe('voicemail drop', () => {
     assert.equal(screening.outcome, 'voicemail_left');
     assert.ok(screening.detection!.decidedAtMs < 4500, `decided at ${screening.detection!.decidedAtMs} ms`);
     assert.equal(screening.message?.cue, 'beep');
+    assert.ok(channel.sent[0].atMs >= (await beepStartMs(greeting))! + 400);
+    channel.close('local_hangup');
+  });
+
+  it("says the message through the call's conversation engine when given one (say), after the beep", async () => {
+    const greeting = labelledLines().find((l) => l.id === 'machine-0-festival')!;
+    const channel = new ScriptedChannel(sliceFrames(await lineAudio(greeting)));
+    // Nothing is recognised here: the engine only speaks.
+    const deaf: SpeechRecognizer = {
+      name: 'deaf',
+      start: () => ({ write: () => undefined, onPartial: () => () => undefined, finish: async () => ({ text: '' }), abort: () => undefined }),
+      warmUp: async () => undefined,
+      close: async () => undefined,
+    };
+    const engine = new ConversationEngine({ channel, synthesizer: hum, recognizer: deaf });
+    const screener = new CallScreener(channel);
+    const screening = await screener.finish({ say: (text, signal) => engine.speak(text, { signal }), voicemailMessage: MESSAGE });
+    screener.stop();
+    engine.close();
+    assert.equal(screening.outcome, 'voicemail_left');
+    assert.equal(screening.message?.cue, 'beep');
+    assert.equal(screening.message?.playedMs, 1000);
+    assert.equal(channel.sent.length, 1000 / FRAME_MS);
     assert.ok(channel.sent[0].atMs >= (await beepStartMs(greeting))! + 400);
     channel.close('local_hangup');
   });

@@ -12,7 +12,8 @@
  * How an outbound phone call uses it (the outbound wiring's to do; the interface is this file):
  *   1. at the answer, before anything is said: `new CallScreener(call.channel)` for an
  *      outbound call only (an inbound caller is never screened), kept with the live call;
- *   2. before the script's first line: `screener.finish({ synthesizer, voicemailMessage })`,
+ *   2. before the script's first line: `screener.finish({ synthesizer, voicemailMessage })` (or
+ *      `say` instead of `synthesizer`: the call's conversation engine, LiveCall.conversation.speak),
  *      the message being the script's `voicemail_message` filled by `voicemailMessageOf`
  *      (src/domain/scripts/voicemail.ts, pure: the call workflow can fill it and pass it);
  *      `screenAnsweredCall` does 1 and 2 at once when the message is known at the answer;
@@ -83,6 +84,9 @@ export interface ScreenAnsweredCallOptions {
   signal?: AbortSignal;
 }
 
+/** Says a line on the call to its end (e.g. the call's conversation engine); the ms of audio that left. */
+export type SayLine = (text: string, signal: AbortSignal | undefined) => Promise<{ playedMs: number }>;
+
 class ChannelClosed {
   constructor(readonly reason: ChannelCloseReason) {}
 }
@@ -124,8 +128,8 @@ export class CallScreener {
   }
 
   /** The verdict, then on a machine the message (when there is one) after the beep or the greeting. */
-  async finish(options: { synthesizer: SpeechSynthesizer; voicemailMessage?: string; signal?: AbortSignal }): Promise<CallScreening> {
-    const { synthesizer, signal } = options;
+  async finish(options: ({ synthesizer: SpeechSynthesizer } | { say: SayLine }) & { voicemailMessage?: string; signal?: AbortSignal }): Promise<CallScreening> {
+    const { signal } = options;
     const message = options.voicemailMessage?.trim();
     const { detector, settings } = this;
     signal?.throwIfAborted();
@@ -146,7 +150,8 @@ export class CallScreener {
       }, signal);
       const startedAtMs = Math.round(detector.heardMs);
       this.stop();
-      const { playedMs, closeReason } = await play(this.channel, synthesizer, message, signal, () => this.closed);
+      const { playedMs, closeReason } =
+        'say' in options ? await sayWith(options.say, message, signal, () => this.closed) : await play(this.channel, options.synthesizer, message, signal, () => this.closed);
       const said = { text: message, playedMs, startedAtMs, cue };
       // The machine hung up mid-message: what left is still the call's last line.
       if (closeReason) return { outcome: 'channel_closed', detection: verdict, message: said, closeReason };
@@ -187,6 +192,19 @@ export async function screenAnsweredCall(options: ScreenAnsweredCallOptions): Pr
     return await screener.finish(options);
   } finally {
     screener.stop();
+  }
+}
+
+/** Says `text` through `say`; a channel that closed meanwhile is reported, whatever `say` did (its failure included). */
+async function sayWith(say: SayLine, text: string, signal: AbortSignal | undefined, closed: () => ChannelCloseReason | undefined): Promise<{ playedMs: number; closeReason?: ChannelCloseReason }> {
+  try {
+    const { playedMs } = await say(text, signal);
+    const closeReason = closed();
+    return { playedMs, ...(closeReason ? { closeReason } : {}) };
+  } catch (err) {
+    const closeReason = closed();
+    if (!closeReason || signal?.aborted) throw err;
+    return { playedMs: 0, closeReason };
   }
 }
 

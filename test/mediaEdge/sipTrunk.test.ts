@@ -5,7 +5,7 @@
 // exact bytes matter. Timers are shortened (T1 = 50 ms), so nothing waits for RFC defaults.
 import assert from 'node:assert/strict';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { SipTrunkAgent, type IncomingInvite, type SipDialog, type SipTrunkAgentOptions } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
@@ -41,7 +41,7 @@ async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {},
   return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) }, transport: options.caps, inboundDecisionMs: options.inboundDecisionMs });
 }
 
-describe('SIP trunk agent: outbound calls to a baresip phone', () => {
+describe('SIP trunk agent: outbound calls to a baresip phone', { timeout: 60_000 }, () => {
   let phone: BaresipPhone;
   let busy: BaresipPhone;
   let agent: SipTrunkAgent;
@@ -179,7 +179,7 @@ describe('SIP trunk agent: outbound calls to a baresip phone', () => {
   });
 });
 
-describe('SIP trunk agent: an unreachable trunk and digest challenges', () => {
+describe('SIP trunk agent: an unreachable trunk and digest challenges', { timeout: 60_000 }, () => {
   test('a trunk that never answers over UDP: failed with status 0 naming the trunk, after Timer B', async () => {
     const closedPort = await freePort();
     const agent = await startAgent(closedPort, {}, { t1Ms: 10 });
@@ -241,7 +241,7 @@ describe('SIP trunk agent: an unreachable trunk and digest challenges', () => {
   });
 });
 
-describe('SIP trunk agent: inbound calls from a baresip phone', () => {
+describe('SIP trunk agent: inbound calls from a baresip phone', { timeout: 60_000 }, () => {
   let phone: BaresipPhone;
   let agent: SipTrunkAgent;
   let strangerAgent: SipTrunkAgent;
@@ -414,7 +414,7 @@ function rawRequest(r: RawRequest): string {
 
 const toTagOf = (response: string): string => /^To:.*;tag=([^;\r\n]+)/im.exec(response)?.[1] ?? '';
 
-describe('SIP trunk agent: transactions and dialogs with a hand-written far end', () => {
+describe('SIP trunk agent: transactions and dialogs with a hand-written far end', { timeout: 60_000 }, () => {
   let agent: SipTrunkAgent;
   let peer: RawPeer;
   const invites: IncomingInvite[] = [];
@@ -522,6 +522,42 @@ describe('SIP trunk agent: transactions and dialogs with a hand-written far end'
     }
   });
 
+  test('over TCP, a final response whose connection closed meanwhile goes on a new connection to the port the Via names', { timeout: 10_000 }, async () => {
+    invites.length = 0;
+    const replies = createServer();
+    let received = '';
+    const gotReply = new Promise<void>((resolve) =>
+      replies.on('connection', (socket) =>
+        socket.on('data', (d) => {
+          received += d.toString();
+          if (/^SIP\/2\.0 404 /m.test(received)) resolve();
+        }),
+      ),
+    );
+    await new Promise<void>((resolve) => replies.listen(0, '127.0.0.1', resolve));
+    const replyPort = (replies.address() as AddressInfo).port;
+    let clientClosed: () => void = () => undefined;
+    const closed = new Promise<void>((resolve) => (clientClosed = resolve));
+    decide = async (invite) => {
+      await closed;
+      invite.reject(404, 'Not Found');
+    };
+    try {
+      const invite = rawRequest({ uri: `sip:+15550001111@127.0.0.1:${agent.port};transport=tcp`, callId: 'raw-tcp-gone@test', fromTag: 'g1', port: replyPort, method: 'INVITE', branch: 'z9hG4bKtcpgone', cseq: 1, contentType: 'application/sdp', body: offer() }).replace('SIP/2.0/UDP', 'SIP/2.0/TCP');
+      const client = connect({ host: '127.0.0.1', port: agent.port }, () => client.write(invite));
+      client.on('error', () => undefined);
+      await new Promise<void>((resolve) => client.on('data', (d) => /^SIP\/2\.0 100 /.test(d.toString()) && resolve()));
+      client.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      clientClosed();
+      await gotReply;
+      assert.match(received, /Call-ID: raw-tcp-gone@test/);
+      assert.equal(invites.length, 1);
+    } finally {
+      replies.close();
+    }
+  });
+
   test('an INVITE without G.711 gets 488 and reaches no one', async () => {
     invites.length = 0;
     const g722 = offer(34000).replace(/m=audio (\d+) RTP\/AVP [^\r]*/, 'm=audio $1 RTP/AVP 9').replace(/a=rtpmap:(0|8) [^\r]*\r\n/g, '');
@@ -568,7 +604,7 @@ function rawResponse(request: string, status: number, reason: string, extra: str
   ].join('\r\n');
 }
 
-describe('SIP trunk agent: outbound transactions against a hand-written trunk', () => {
+describe('SIP trunk agent: outbound transactions against a hand-written trunk', { timeout: 60_000 }, () => {
   let agent: SipTrunkAgent;
   let peer: RawPeer;
 
@@ -665,7 +701,7 @@ function tcpExchange(port: number, data: string | Buffer, waitForClose = true): 
   });
 }
 
-describe('SIP trunk agent: hostile input', () => {
+describe('SIP trunk agent: hostile input', { timeout: 60_000 }, () => {
   let agent: SipTrunkAgent;
   let peer: RawPeer;
 

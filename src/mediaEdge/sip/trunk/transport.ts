@@ -378,10 +378,11 @@ export function stampVia(request: SipRequest, from: SipPeer): void {
  * asked for rport, else the port its Via names.
  */
 export function responseDestination(request: SipRequest, from: SipPeer): SipPeer {
-  if (from.transport === 'tcp') return from;
   const top = getHeaderValues(request, 'Via')[0];
   const via = top ? parseVia(top) : undefined;
+  const sentByPort = via ? Number(/:(\d+)$/.exec(via.sentBy)?.[1] ?? 5060) : 5060;
+  // Over TCP the connection it came on; should that close, a new one to the port its Via names (§18.2.2).
+  if (from.transport === 'tcp') return { ...from, port: sentByPort };
   if (!via || 'rport' in via.params) return from;
-  const port = /:(\d+)$/.exec(via.sentBy)?.[1];
-  return { ...from, port: port ? Number(port) : 5060 };
+  return { ...from, port: sentByPort };
 }

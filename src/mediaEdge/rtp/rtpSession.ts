@@ -17,7 +17,9 @@
  * - No valid packet for `inactivityMs` (RTP_INACTIVITY_SECONDS) closes the channel `media_lost`.
  * - RTCP is not sent; RTCP multiplexed onto the port is dropped as such.
  *
- * Interface shared with the SIP side (docs/telephony.md): openRtpSession, RtpSession, RtpMediaChannel.
+ * Interface shared with the SIP side (docs/telephony.md): openRtpSession, RtpSession, RtpMediaChannel,
+ * as agreed, with additions only: the options `clock`, `logger`, `jitterDepthMs`; on the session
+ * `receiveDigit` (keys from SIP INFO), `sendDigits`, `sendingTo` and `stats`; `band` on the channel.
  */
 import { randomInt } from 'node:crypto';
 import type { Socket } from 'node:dgram';

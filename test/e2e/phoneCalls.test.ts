@@ -56,7 +56,10 @@ const endpointing = createEndpointing({});
 let edge: VoiceEdge;
 let phone: BaresipPhone;
 let team: TestTeam;
+/** A team whose number the phone refuses (a blocked contact): its calls get 486 Busy Here. */
+let blockedTeam: TestTeam;
 let scriptId: string;
+let blockedScriptId: string;
 let work: string;
 
 /** The callee's microphone: silence, "yes" once the prompt has played (and again for a reprompt), then silence. */
@@ -76,7 +79,6 @@ async function answersWav(dir: string): Promise<string> {
 
 before(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'phone-calls-'));
-  phone = await BaresipPhone.start({ accounts: [{ number: ANSWERS, answer: 'auto' }, { number: RINGS, answer: 'manual' }], audioFile: await answersWav(work) });
   env = await createLocalEnv();
   const settings = {
     TEMPORAL_TASK_QUEUE: `phone-calls-${process.pid}`,
@@ -88,6 +90,18 @@ before(async () => {
     RATE_LIMITS_ENABLED: 'false',
   } as const;
   app = await startTestApi({ temporal: env.client, config: settings });
+  team = await createTestTeam(app.pool);
+  blockedTeam = await createTestTeam(app.pool);
+  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
+  ({ id: blockedScriptId } = await insertScript(app.pool, { teamId: blockedTeam.teamId, name: SCRIPT.name, definition: SCRIPT }));
+  phone = await BaresipPhone.start({
+    accounts: [
+      { number: ANSWERS, answer: 'auto' },
+      { number: RINGS, answer: 'manual' },
+    ],
+    audioFile: await answersWav(work),
+    busyFor: [`sip:${blockedTeam.fromNumber}@127.0.0.1`],
+  });
   const workerConfig = callTestConfig(settings);
   worker = await createCallWorker(env, app.pool, workerConfig);
   running = worker.run();
@@ -112,8 +126,6 @@ before(async () => {
     instanceId: `phone-test-${process.pid}`,
     trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${sipPort}`, RTP_PORT_RANGE: '44600-44799' }),
   });
-  team = await createTestTeam(app.pool);
-  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
 });
 
 after(async () => {
@@ -128,8 +140,11 @@ after(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-async function createPhoneCall(to: string): Promise<string> {
-  const res = await app.request('POST', '/api/v1/create-phone-call', { key: team.apiKey, body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: to, first_name: 'Ada' } } });
+async function createPhoneCall(to: string, from: { team: TestTeam; scriptId: string } = { team, scriptId }): Promise<string> {
+  const res = await app.request('POST', '/api/v1/create-phone-call', {
+    key: from.team.apiKey,
+    body: { from_number: from.team.fromNumber, script_id: from.scriptId, contact: { phone_number: to, first_name: 'Ada' } },
+  });
   assert.equal(res.status, 201, res.text);
   return res.json.call_id as string;
 }
@@ -184,6 +199,17 @@ describe('outbound phone calls to baresip through the SIP trunk', () => {
     assert.deepEqual(await result(callId), { callId, status: 'rang-out', endReason: 'no_answer' });
     assert.equal(invitesOf(callId), 1, 'one INVITE');
     await waitUntil(() => phone.events.filter((e) => e.type === 'CALL_CLOSED').length > closed, 'the ringing phone stopped (CANCEL)');
+  });
+
+  test('the callee is busy (486): User rejected / busy', async () => {
+    const callId = await createPhoneCall(ANSWERS, { team: blockedTeam, scriptId: blockedScriptId });
+    assert.deepEqual(await result(callId), { callId, status: 'User rejected', endReason: 'busy' });
+    // A refused call is one CALL_CLOSED at baresip (no offer taken): one INVITE, refused once.
+    await phone.waitForEvent('CALL_CLOSED', (e) => e.id === sipCallIdOf(callId));
+    assert.deepEqual(
+      phone.events.filter((e) => e.id === sipCallIdOf(callId)).map((e) => e.type),
+      ['CALL_CLOSED'],
+    );
   });
 
   test('a number the far end does not know (404) ends failed / invalid_number', async () => {

@@ -34,6 +34,8 @@ export interface BaresipPhoneOptions {
   accounts: BaresipAccount[];
   /** Answer every incoming call 486 Busy Here. */
   busy?: boolean;
+  /** Answer 486 Busy Here to calls from these SIP URIs only (each `sip:<number>@<host>`, as the caller's From names it). */
+  busyFor?: string[];
   /** Its microphone: a WAV of 8 kHz mono 16-bit PCM (default: 60 s of silence, made with sox). */
   audioFile?: string;
   /** Its SIP port (default: a free one; it also takes the port above it). */
@@ -136,7 +138,8 @@ export class BaresipPhone {
         .map((a) => `<sip:${a.number}@127.0.0.1:${sipPort}>;regint=0;answermode=${a.answer ?? 'auto'};audio_codecs=PCMU,PCMA;ptime=20${a.auth ? `;auth_user=${a.auth.user};auth_pass=${a.auth.password}` : ''}\n`)
         .join(''),
     );
-    writeFileSync(path.join(dir, 'contacts'), options.busy ? '"All" <sip:*@*>;access=block\n' : '');
+    const blocked = options.busy ? ['sip:*@*'] : (options.busyFor ?? []);
+    writeFileSync(path.join(dir, 'contacts'), blocked.map((uri, i) => `"Blocked ${i}" <${uri}>;access=block\n`).join(''));
     // spawns: baresip
     const child = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     const phone = new BaresipPhone(child, dir, sipPort, consPort, ctrlPort);

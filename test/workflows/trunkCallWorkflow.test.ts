@@ -20,7 +20,9 @@ import type { PhoneCall } from '../../src/mediaEdge/phoneCall.js';
 import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
 import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
 import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
-import type { OutboundInvite, OutboundInviteResult, SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
+import { SipTrunkAgent, type OutboundInvite, type OutboundInviteResult, type SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
+import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
+import { freePort } from '../../src/localPorts.js';
 import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
@@ -41,7 +43,9 @@ type Callee =
   | { answerAfterMs: number }
   | { reject: [number, string] }
   | { ringUntilCancelled: true }
-  | { crashAfterInvite: true };
+  | { crashAfterInvite: true }
+  /** The real SIP trunk agent, whose trunk is a TCP port nobody listens on. */
+  | { unreachableTrunk: true };
 
 /** A trunk stand-in: counts INVITEs, CANCELs and BYEs by callee number. */
 class StandInTrunk {
@@ -54,6 +58,7 @@ class StandInTrunk {
   async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
     this.invites.push(req);
     const callee = this.callees.get(req.toNumber) ?? { reject: [404, 'Not Found'] };
+    if ('unreachableTrunk' in callee) return deadTrunk.invite(req);
     if ('crashAfterInvite' in callee) throw new Error('the transport failed after the INVITE went out');
     req.onProgress?.(180, 'Ringing');
     if ('reject' in callee) return { kind: 'failed', status: callee.reject[0], reason: callee.reject[1] };
@@ -99,6 +104,7 @@ let app: TestApi;
 let plain: Client;
 let team: TestTeam;
 const trunk = new StandInTrunk();
+let deadTrunk: SipTrunkAgent;
 const held = new Map<string, PhoneCall>();
 /** What the scripted callee says to each ask, by call id (default: yes). */
 const calleeAnswers = new Map<string, string[]>();
@@ -154,6 +160,11 @@ async function startEdge(name: string): Promise<void> {
 }
 
 before(async () => {
+  const closed = await freePort();
+  deadTrunk = await SipTrunkAgent.start({
+    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${closed};transport=tcp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
+    logger: createLogger('silent'),
+  });
   env = await createTimeSkippingEnv();
   app = await startTestApi({ temporal: env.client, config: SETTINGS });
   plain = new Client({ connection: env.connection, namespace: env.namespace });
@@ -169,6 +180,7 @@ after(async () => {
   await Promise.all(workers.map((w) => w.running));
   await app?.close();
   await env?.teardown();
+  await deadTrunk?.close();
 });
 
 let calleeSeq = 0;
@@ -235,6 +247,13 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
       if (c.note) assert.match(notes[0]?.text ?? '', c.note);
       else assert.equal(notes.length, 0, `${c.answer[0]}: no System Note`);
     }
+  });
+
+  test('the real trunk agent cannot reach its trunk: failed / trunk_error, the System Note naming the trunk', async () => {
+    const { callId } = await createPhoneCall({ unreachableTrunk: true });
+    assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'trunk_error' });
+    const notes = (await callRow(app.pool, callId)).system_notes.filter((n) => n.kind === 'telephony');
+    assert.match(notes[0]?.text ?? '', /The SIP trunk could not be reached/);
   });
 
   test('nobody answers within the ring timeout: CANCEL, then rang-out / no_answer', async () => {

@@ -11,21 +11,12 @@
  * converters stream with a constant delay (under 2 ms) and give exactly twice, or half, the
  * samples they are given, so 20 ms in is 20 ms out.
  */
+import { besselI0 } from './resample.js';
 
 /** Non-zero taps on each side of the centre: the filter is 4·SIDE_TAPS − 1 long. */
 const SIDE_TAPS = 12;
 const KAISER_BETA = 6;
 
-function besselI0(x: number): number {
-  let sum = 1;
-  let term = 1;
-  for (let k = 1; k < 50; k++) {
-    term *= (x / (2 * k)) ** 2;
-    sum += term;
-    if (term < sum * 1e-12) break;
-  }
-  return sum;
-}
 
 /** h[2j − 1] for j = 1..SIDE_TAPS (the odd taps; h[0] = 1/2, even taps zero), summing to 1/4 on a side. */
 const ODD_TAPS = (() => {

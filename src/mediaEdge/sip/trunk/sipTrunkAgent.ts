@@ -22,7 +22,7 @@ import {
   type SipRequest,
   type SipResponse,
 } from '../message.js';
-import { DEFAULT_SIP_TIMERS, newBranch, TransactionLayer, type ClientOutcome, type ServerTransaction, type SipTimers } from './transactions.js';
+import { DEFAULT_SIP_TIMERS, newBranch, requestAlongInvite, TransactionLayer, type ClientOutcome, type ServerTransaction, type SipTimers } from './transactions.js';
 import { SipTransport, type SipPeer, type SipTransportOptions, type SipTransportStats } from './transport.js';
 import { allowedSourcesOf, type TrunkSettings } from './trunkSettings.js';
 
@@ -252,7 +252,7 @@ export class SipTrunkAgent {
         if (cancelSent || !current) return;
         cancelSent = true;
         log.info('CANCEL of the INVITE');
-        this.transactions.request(cancelOf(current), peer, { onFinal: () => undefined });
+        this.transactions.request(requestAlongInvite(current, 'CANCEL', getHeader(current, 'To')!), peer, { onFinal: () => undefined });
         // §9.1: no final response to the INVITE 64×T1 after the CANCEL: the call is over anyway.
         const cancelled = current;
         cancelGuard = setTimeout(() => {
@@ -753,25 +753,6 @@ function digestFields(challenge: string): Record<string, string> | undefined {
   return fields;
 }
 
-/** The CANCEL of an INVITE (§9.1): its Request-URI, top Via, From, To, Call-ID, CSeq number and Route. */
-function cancelOf(invite: SipRequest): SipRequest {
-  const seq = parseCSeq(getHeader(invite, 'CSeq')!)!.seq;
-  return {
-    kind: 'request',
-    method: 'CANCEL',
-    uri: invite.uri,
-    headers: [
-      { name: 'Via', value: getHeaderValues(invite, 'Via')[0] },
-      { name: 'Max-Forwards', value: '70' },
-      { name: 'From', value: getHeader(invite, 'From')! },
-      { name: 'To', value: getHeader(invite, 'To')! },
-      { name: 'Call-ID', value: getHeader(invite, 'Call-ID')! },
-      { name: 'CSeq', value: `${seq} CANCEL` },
-      ...getHeaderValues(invite, 'Route').map((value) => ({ name: 'Route', value })),
-    ],
-    body: '',
-  };
-}
 
 /** Whether an SDP offer has an audio stream with PCMU or PCMA (static 0/8, or named in an rtpmap). */
 export function offersG711(sdp: string): boolean {

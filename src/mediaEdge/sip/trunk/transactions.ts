@@ -212,7 +212,7 @@ export class TransactionLayer {
       return;
     }
     if (tx.invite && response.status >= 300) {
-      tx.ack ??= ackOfNonSuccess(tx.request, response);
+      tx.ack ??= requestAlongInvite(tx.request, 'ACK', getHeader(response, 'To')!);
       // Each copy of the final response is acknowledged again (§17.1.1.2).
       this.transport.send(tx.ack, tx.to).catch(() => undefined);
     }
@@ -338,20 +338,24 @@ export class TransactionLayer {
   }
 }
 
-/** The ACK of a non-2xx final response (§17.1.1.3): the INVITE's Request-URI, top Via, From, Call-ID and Route; the response's To. */
-function ackOfNonSuccess(invite: SipRequest, response: SipResponse): SipRequest {
-  const cseq = parseCSeq(getHeader(invite, 'CSeq')!)!;
+/**
+ * A request that goes with an INVITE, hop by hop (§9.1 CANCEL, §17.1.1.3 the ACK of a
+ * non-2xx): the INVITE's Request-URI, top Via, From, Call-ID, CSeq number and Route, with
+ * the given To (the INVITE's for a CANCEL, the response's for the ACK).
+ */
+export function requestAlongInvite(invite: SipRequest, method: 'CANCEL' | 'ACK', to: string): SipRequest {
+  const seq = parseCSeq(getHeader(invite, 'CSeq')!)!.seq;
   return {
     kind: 'request',
-    method: 'ACK',
+    method,
     uri: invite.uri,
     headers: [
       { name: 'Via', value: getHeaderValues(invite, 'Via')[0] },
       { name: 'Max-Forwards', value: '70' },
       { name: 'From', value: getHeader(invite, 'From')! },
-      { name: 'To', value: getHeader(response, 'To')! },
+      { name: 'To', value: to },
       { name: 'Call-ID', value: getHeader(invite, 'Call-ID')! },
-      { name: 'CSeq', value: `${cseq.seq} ACK` },
+      { name: 'CSeq', value: `${seq} ${method}` },
       ...getHeaderValues(invite, 'Route').map((value) => ({ name: 'Route', value })),
     ],
     body: '',

@@ -77,7 +77,7 @@ function runFile(file, laneEnv, laneLabel) {
     const t0 = Date.now();
     const child = spawn(process.execPath, [
       '--import', 'tsx',
-      '--test', '--test-concurrency=1', '--test-timeout=300000',
+      '--test', '--test-concurrency=1', '--test-timeout=600000',
       ...plan.nodeFlags,
       file,
     ], { cwd: ROOT, env: { ...process.env, ...laneEnv }, stdio: ['ignore', 'pipe', 'pipe'] });

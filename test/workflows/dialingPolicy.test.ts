@@ -1,4 +1,3 @@
-// test-runner: alone (its worker shutdown after the batch tests runs it near node's 300 s per-file limit when it shares the machine)
 // The dialing policy in the call workflow, in the time-skipping environment with the real
 // activities over the test database and the simulator: calling windows (weekends, across
 // midnight, both daylight-saving transitions, a call not cut off when its window closes),

@@ -32,6 +32,7 @@ import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js
 import { createRecordingStore } from '../../src/recordings/index.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
+import { wordErrors } from '../../bench/speechAccuracy/scoring.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { callResultOrStuck, callTestConfig, createCallWorker } from '../support/calls.js';
 import { spoken } from '../support/spokenAudio.js';
@@ -60,6 +61,8 @@ const SCRIPT = {
     { id: 'not_verified', type: 'ask', question: 'I could not verify you. Would you like a call back?', variable: 'answers.callback', expect: 'yes_no', next: 'bye' },
   ],
 };
+
+const SPOKEN_REASON = 'I would like to book an appointment for next week.';
 
 /** Asks one free-text question, thanks and ends: the call that runs with Whisper and Silero. */
 const FREE_TEXT_SCRIPT = {
@@ -470,7 +473,7 @@ test('wrong answers by voice fail the Auth Check; the visitor clicks Hang up aft
   }
 });
 
-test('with Whisper and the Silero endpointer (STT_PROVIDER=whisper, ENDPOINTER=silero): a free-text answer is heard word for word, the call completes', async () => {
+test('with Whisper and the Silero endpointer (STT_PROVIDER=whisper, ENDPOINTER=silero): a free-text answer is heard within one word of ten, the call completes', async () => {
   whisperSpeech = createSpeechEngines({ STT_PROVIDER: 'whisper' });
   sileroEndpointing = createEndpointing({ ENDPOINTER: 'silero' });
   try {
@@ -478,12 +481,18 @@ test('with Whisper and the Silero endpointer (STT_PROVIDER=whisper, ENDPOINTER=s
     const { page, callId, handle } = await startCall(freeTextExample);
     try {
       assert.ok(edge.engines.get(callId)?.endpointer instanceof VoiceEndpointer, 'the call listens with the Silero endpointer');
-      await answerByVoice(page, handle, [{ step: 'ask_reason', say: 'I would like to book an appointment for next week.' }]);
+      await answerByVoice(page, handle, [{ step: 'ask_reason', say: SPOKEN_REASON }]);
       await page.waitForSelector('#status[data-state="ended"]', { timeout: 60_000 });
       const result = await callResultOrStuck(app.pool, env.client, callId, 30_000);
       assert.deepEqual({ status: result.status, endReason: result.endReason }, { status: 'completed', endReason: 'agent_hangup' });
       const call = await callResult(callId);
-      assert.deepEqual(userTurns(call), ['i would like to book an appointment for next week']);
+      // Within one word: Festival's diphone "book" reaches Whisper through Opus as "book" or
+      // "back" from run to run (the Silero cut moves by a frame); the general pocketsphinx
+      // model misses most of the sentence.
+      const turns = userTurns(call);
+      assert.equal(turns.length, 1, `one answer: ${JSON.stringify(turns)}`);
+      const heard = wordErrors(SPOKEN_REASON, turns[0]);
+      assert.ok(heard.errors <= 1, `"${turns[0]}": ${heard.errors} word errors of ${heard.words}`);
       assert.equal((whisperSpeech.recognizer as WhisperRecognizer).pool.stats.recognised, 1, 'Whisper heard the answer');
     } finally {
       await page.close();

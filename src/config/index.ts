@@ -55,6 +55,15 @@ export const configSchema = z.object({
   WORKER_MAX_LOCAL_ACTIVITIES: positiveInt.default(100),
   TEMPORAL_CLI_PATH: z.string().min(1).default(path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal')),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  // Prometheus metrics (docs/observability.md): each process serves GET /metrics on a port of
+  // its own, bound to METRICS_HOST (this machine only unless told otherwise; never the public API port).
+  METRICS_ENABLED: booleanFlag.default(true),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  API_METRICS_PORT: port.default(9464),
+  WORKER_METRICS_PORT: port.default(9465),
+  MEDIA_EDGE_METRICS_PORT: port.default(9466),
+  // The Temporal SDK's own worker metrics (its runtime's Prometheus exporter), in the worker process.
+  TEMPORAL_METRICS_PORT: port.default(9467),
   TRUST_PROXY: booleanFlag.default(false),
   DEFAULT_PHONE_REGION: z
     .string()

@@ -217,6 +217,8 @@ async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan
   if (cut) return cut;
   // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
   if (!run.completed) return { status: 'failed', endReason: 'provider_error' };
+  // A transfer step handed the caller to the (simulated) person: the call ends there.
+  if (run.transferred) return { status: 'completed', endReason: 'transferred' };
   return { status: plan.status, endReason: plan.endReason };
 }
 

@@ -20,7 +20,8 @@ import {
 } from '@temporalio/workflow';
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
 import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type EdgeSystemNotes, type MediaEdgeActivities } from './contracts.js';
-import { waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
+import type { MediaEdgeTransferActivities } from './transferContracts.js';
+import { MAX_CALL_MS, waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
 import { runScript, type ScriptVoice, type VoiceQuestion } from './scriptRunner.js';
 
 /** How long the caller has to start answering once a prompt has played. */
@@ -42,6 +43,23 @@ function edgeActivities(taskQueue: string) {
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: EDGE_HEARTBEAT_TIMEOUT,
     // Speech reaches a person: never played twice. A failure means the media is gone.
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/**
+ * The transfer: it lasts as long as the bridged conversation, heartbeating. It is attempted
+ * once and never retried, so the person is dialled at most once per transfer step: a retry
+ * could not rejoin the first attempt's legs anyway (the edge that held them is the one that
+ * failed), and the workflow's history keeps the one result for every replay. The edge's one
+ * activity dials, announces, bridges and hangs up; no second activity reaches the person.
+ */
+function transferActivities(taskQueue: string) {
+  return proxyActivities<MediaEdgeTransferActivities>({
+    taskQueue,
+    scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
+    startToCloseTimeout: MAX_CALL_MS,
+    heartbeatTimeout: EDGE_HEARTBEAT_TIMEOUT,
     retry: { maximumAttempts: 1 },
   });
 }
@@ -70,6 +88,7 @@ export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
  */
 function edgeVoice(
   edge: ReturnType<typeof edgeActivities>,
+  transfers: ReturnType<typeof transferActivities>,
   callId: string,
   saidBeforeEnd: (lines: string[]) => Promise<void>,
   edgeNotes: (notes: SystemNote[]) => void,
@@ -98,6 +117,10 @@ function edgeVoice(
       );
       if (second.kind === 'utterance') return { text: second.text, reprompts: [reprompt], ...(second.keyed ? { keyed: true } : {}) };
       return { text: null, reprompts: [reprompt] };
+    },
+    async transfer(request) {
+      // The announcement is said to the person, not the caller: no caller line to keep if the call ends.
+      return transfers.transferCaller({ callId, ...request });
     },
   };
 }
@@ -174,6 +197,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
         appendSystemNotes: (notes) => writes.write(() => ctx.appendSystemNotes(notes)),
         voice: edgeVoice(
           edge,
+          transferActivities(taskQueue),
           ctx.input.callId,
           (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text }))),
           (notes) => void writes.write(() => ctx.appendSystemNotes(notes)),
@@ -222,5 +246,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
   if (hangUpFailure) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${hangUpFailure}`)]);
   // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
   if (!first.run.completed) return { status: 'failed', endReason: 'provider_error' };
+  // A transfer step handed the caller to a person (REFER taken, or the bridge over): docs/calls.md.
+  if (first.run.transferred) return { status: 'completed', endReason: 'transferred' };
   return { status: 'completed', endReason: 'agent_hangup' };
 }

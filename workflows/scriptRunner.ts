@@ -31,6 +31,8 @@ import {
   type ScriptResultData,
 } from '../src/domain/scripts/steps.js';
 import { getVariable, renderValue, setVariable, type Scope } from '../src/domain/scripts/templates.js';
+import { simulatedTransferAnswer } from '../src/domain/scripts/transfer.js';
+import type { TransferCallerResult, TransferMode } from './transferContracts.js';
 import { addCalleeToDoNotCall } from './dialingPolicy.js';
 
 const { scriptRuntimeSettings, simulateCalleeAnswer } = proxyActivities<ScriptActivities>({
@@ -60,6 +62,14 @@ export interface VoiceQuestion {
   simulatedAnswers: Record<string, string>;
 }
 
+/** What a transfer step hands the voice: the person to reach, how, and what to tell them. */
+export interface VoiceTransfer {
+  stepId: string;
+  to: string;
+  mode: TransferMode;
+  announcement?: string;
+}
+
 /**
  * How the script reaches the callee: the simulator's callee (nothing is spoken, answers
  * come from an activity) or a media edge that really speaks and listens.
@@ -69,6 +79,8 @@ export interface ScriptVoice {
   say(stepId: string, text: string): Promise<void>;
   /** Asks; `text` is null when the callee stayed silent (after the voice's own reprompt, if any); `keyed` when the answer was keyed on the keypad. */
   ask(question: VoiceQuestion): Promise<{ text: string | null; reprompts: string[]; keyed?: boolean }>;
+  /** Hands the caller to a person (a transfer step); absent: the call cannot be transferred (the step fails). */
+  transfer?(request: VoiceTransfer): Promise<TransferCallerResult>;
 }
 
 /** Where the runtime writes what happens, and how it speaks; the call workflow's seam provides it. */
@@ -113,6 +125,11 @@ export function simulatedVoice(callId: string, planned?: { answers: Record<strin
       });
       return { text, reprompts: [] };
     },
+    // The simulated person answers unless the target's last four digits say otherwise (docs/calls.md).
+    transfer: async (request) => {
+      const answer = simulatedTransferAnswer(request.to);
+      return answer.reached ? { outcome: 'transferred', mode: request.mode } : { outcome: 'not_answered', reason: answer.reason, status: answer.status };
+    },
   };
 }
 
@@ -127,6 +144,8 @@ export interface ScriptRunResult {
   structuredData: Record<string, unknown>;
   /** The last Auth Check run's variables, if the script ran one. */
   authCheck?: AuthCheckVariables;
+  /** Set when a transfer step handed the caller to a person: the call ends completed / transferred. */
+  transferred?: { to: string; mode: TransferMode };
   variables: Scope;
   transcript: TranscriptTurn[];
 }
@@ -153,6 +172,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
   let error: ScriptRunResult['error'];
   let lastStepId: string | undefined;
   let authCheck: AuthCheckVariables | undefined;
+  let transferred: ScriptRunResult['transferred'];
   let stepsRun = 0;
 
   while (current) {
@@ -281,6 +301,44 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         outcome = { do_not_call: added };
         break;
       }
+      case 'transfer': {
+        const announcement = step.announcement ? renderSpeech(step.announcement, scope) : undefined;
+        // What the call shows so far is written before a transfer that may last as long as the call.
+        await host.flush?.();
+        const result: TransferCallerResult = voice.transfer
+          ? await voice.transfer({ stepId: step.id, to: step.to, mode: step.mode, ...(announcement ? { announcement } : {}) })
+          : { outcome: 'not_answered', reason: 'this call cannot be transferred' };
+        if (result.systemNotes?.length) notes.push(...result.systemNotes);
+        setVariable(scope, `steps.${step.id}.transferred`, result.outcome === 'transferred');
+        if (result.outcome === 'transferred') {
+          const how =
+            result.mode === 'refer'
+              ? 'a SIP REFER the far end accepted'
+              : result.referRefused !== undefined
+                ? `a bridge through the media edge, after the REFER was refused (${result.referRefused})`
+                : 'a bridge through the media edge';
+          turns.push(...(result.turns ?? []));
+          notes.push({
+            at: now(),
+            kind: 'transfer',
+            text: `The caller was transferred to ${step.to} (step "${step.id}", ${how}).`,
+            data: { step_id: step.id, to: step.to, mode: result.mode, ...(result.referRefused !== undefined ? { refer_refused: result.referRefused } : {}), ...(result.endedBy ? { ended_by: result.endedBy } : {}), ...(announcement ? { announcement } : {}) },
+          });
+          transferred = { to: step.to, mode: result.mode };
+          next = undefined;
+          outcome = { transferred: true, mode: result.mode };
+        } else {
+          if (step.on_failure) next = step.on_failure;
+          notes.push({
+            at: now(),
+            kind: 'transfer_failed',
+            text: `The transfer to ${step.to} (step "${step.id}") did not reach the person: ${result.reason}; the script goes on${next ? ` at step "${next}"` : ' to its end'}.`,
+            data: { step_id: step.id, to: step.to, reason: result.reason, ...(result.status !== undefined ? { status: result.status } : {}) },
+          });
+          outcome = { transferred: false, reason: result.reason };
+        }
+        break;
+      }
     }
     if (next === undefined) completed = true;
 
@@ -304,5 +362,5 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
       data: { completed, last_step: lastStepId ?? null, steps_run: stepsRun, objectives, structured_data: structuredData } satisfies ScriptResultData,
     },
   ]);
-  return { completed, error, lastStepId, stepsRun, objectives, structuredData, authCheck, variables: scope, transcript };
+  return { completed, error, lastStepId, stepsRun, objectives, structuredData, authCheck, ...(transferred ? { transferred } : {}), variables: scope, transcript };
 }

@@ -56,6 +56,8 @@ export type CallProgress = (typeof CALL_PROGRESS)[number];
  */
 export const END_REASONS = {
   agent_hangup: 'completed',
+  // The script handed the caller to a person (a transfer step: REFER accepted, or a bridge that ended).
+  transferred: 'completed',
   'User Hangup': 'hang-up',
   voicemail: 'voicemail',
   no_answer: 'rang-out',

@@ -46,6 +46,24 @@ describe('script format: accepted', () => {
     assert.equal(hook.type === 'webhook' && hook.timeout_seconds, 10);
   });
 
+  it('a transfer step takes an E.164 number or a SIP URI, bridge by default, an announcement and on_failure', () => {
+    const r = parseScriptDefinition(
+      minimal([
+        { id: 'to_desk', type: 'transfer', to: '+14155552671', announcement: 'A caller for {{contact.first_name}}.', on_failure: 'sorry' },
+        { id: 'to_pbx', type: 'transfer', to: 'sip:desk@pbx.example.com:5080;transport=tcp', mode: 'refer' },
+        { id: 'to_ip', type: 'transfer', to: 'sip:127.0.0.1:5090' },
+        { id: 'sorry', type: 'end', text: 'Nobody is free.' },
+      ]),
+    );
+    assert.equal(r.ok, true, r.ok ? '' : r.message);
+    if (!r.ok) return;
+    const [desk, pbx, ip] = r.script.steps;
+    assert.equal(desk.type === 'transfer' && desk.mode, 'bridge', 'bridge is the default mode');
+    assert.equal(desk.type === 'transfer' && desk.on_failure, 'sorry');
+    assert.equal(pbx.type === 'transfer' && pbx.mode, 'refer');
+    assert.equal(ip.type === 'transfer' && ip.to, 'sip:127.0.0.1:5090');
+  });
+
   it('an ask step may say which input answers it: keys, speech or both', () => {
     for (const input of ['dtmf', 'speech', 'both'] as const) {
       const r = parseScriptDefinition(minimal([{ id: 'a', type: 'ask', question: 'Your PIN?', variable: 'answers.pin', expect: 'digits', input }]));
@@ -106,6 +124,13 @@ describe('script format: rejected with the step and field named', () => {
     ['an objective reaching an unknown step', minimal([say], { objectives: [{ objective: 'x', met_when: { step_reached: 'nope' } }] }), /^objectives\[0\]\.met_when\.step_reached: no step has id nope/],
     ['a malformed objective', minimal([say], { objectives: [{ goal: 'x' }] }), /^objectives\[0\]: must be a string or \{ objective, met_when \}/],
     ['a script without a name', { steps: [say] }, /^name: /],
+    ['a transfer to something neither E.164 nor a SIP URI', minimal([{ id: 'x', type: 'transfer', to: '555-1234' }]), /^steps\[0\] \(id "x"\)\.to: to must be an E\.164 number \(\+15551234567\) or a SIP URI/],
+    ['a transfer to a SIP URI with spaces', minimal([{ id: 'x', type: 'transfer', to: 'sip:desk @pbx.example.com' }]), /^steps\[0\] \(id "x"\)\.to: to must be an E\.164 number/],
+    ['a transfer without a target', minimal([{ id: 'x', type: 'transfer' }]), /^steps\[0\] \(id "x"\)\.to: to must be a string/],
+    ['a transfer in an unknown mode', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', mode: 'attended' }]), /^steps\[0\] \(id "x"\)\.mode: mode must be one of bridge, refer/],
+    ['a transfer whose on_failure names no step', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', on_failure: 'nobody' }]), /^steps\[0\] \(id "x"\)\.on_failure: no step has id nobody/],
+    ['a transfer with an empty announcement', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', announcement: '' }]), /^steps\[0\] \(id "x"\)\.announcement: announcement must not be empty/],
+    ['a transfer with an unknown field', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', timeout: 5 }]), /^steps\[0\] \(id "x"\): Unrecognized key: "timeout"/],
   ];
   for (const [name, input, pattern] of rows) it(`rejects ${name}`, () => rejects(input, pattern));
 });

@@ -137,10 +137,37 @@ export const doNotCallStepSchema = z.strictObject({
   reason: z.string({ message: 'reason must be a string' }).min(1, 'reason must not be empty').max(500).optional(),
 });
 
+/** How a transfer reaches the person: a blind SIP REFER, or the edge dials them and joins the two legs. */
+export const TRANSFER_MODES = ['bridge', 'refer'] as const;
+/** E.164: a plus, then 8 to 15 digits, the first not 0. */
+const E164_RE = /^\+[1-9]\d{7,14}$/;
+/** A SIP URI with a host: sip:user@host[:port][;params] (sips: too); no spaces or angle brackets. */
+const SIP_URI_RE = /^sips?:([^@\s<>;]+@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?(;[^\s<>]*)?$/i;
+
+/**
+ * Hands the caller to a person (docs/scripts.md, "Transfer"): `to` is an E.164 number (dialled
+ * through the trunk) or a SIP URI. `bridge` (the default: it works through any trunk, and the
+ * recording and transcript go on) has the edge dial the person, say `announcement` to them and
+ * join the legs; `refer` sends a blind REFER and falls back to bridge when it is refused. A person
+ * who does not answer sends the script to `on_failure` (absent: on to `next`).
+ */
+export const transferStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('transfer'),
+  to: z
+    .string({ message: 'to must be a string' })
+    .trim()
+    .refine((to) => E164_RE.test(to) || SIP_URI_RE.test(to), 'to must be an E.164 number (+15551234567) or a SIP URI (sip:agent@pbx.example.com)'),
+  mode: z.enum(TRANSFER_MODES, { message: `mode must be one of ${TRANSFER_MODES.join(', ')}` }).default('bridge'),
+  announcement: text('announcement').optional(),
+  on_failure: stepId.optional(),
+});
+export type TransferStep = z.infer<typeof transferStepSchema>;
+
 export const scriptStepSchema = z.discriminatedUnion(
   'type',
-  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema, doNotCallStepSchema],
-  { message: 'type must be one of say, ask, webhook, tool, branch, set, end, do_not_call' },
+  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema, doNotCallStepSchema, transferStepSchema],
+  { message: 'type must be one of say, ask, webhook, tool, branch, set, end, do_not_call, transfer' },
 );
 export type ScriptStep = z.infer<typeof scriptStepSchema>;
 export type AskStep = z.infer<typeof askStepSchema>;
@@ -169,6 +196,11 @@ export const scriptDefinitionSchema = z
      * machine's call just ends; either way the call's status is voicemail.
      */
     voicemail_message: text('voicemail_message').optional(),
+    /**
+     * Whether an outbound phone call's answer is screened for an answering machine (default true). false: the
+     * script's first line is said at the answer, and a machine gets the script like a person.
+     */
+    voicemail_detection: z.boolean({ message: 'voicemail_detection must be true or false' }).optional(),
     steps: z.array(scriptStepSchema).min(1, 'a script needs at least one step').max(500),
   })
   .superRefine((script, ctx) => {
@@ -183,6 +215,7 @@ export const scriptDefinitionSchema = z
     script.steps.forEach((step, i) => {
       if (step.type !== 'end') target(step.next, ['steps', i, 'next']);
       if (step.type === 'webhook') target(step.on_error, ['steps', i, 'on_error']);
+      if (step.type === 'transfer') target(step.on_failure, ['steps', i, 'on_failure']);
       if (step.type === 'branch') {
         target(step.default, ['steps', i, 'default']);
         step.cases.forEach((c, j) => {

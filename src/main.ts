@@ -12,6 +12,8 @@ import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
 import { startApi } from './server.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
+import { servePartMetrics, temporalRuntimeMetrics, type MetricsServer } from './metrics/server.js';
+import { watchDatabase, workerRegistry } from './metrics/workerMetrics.js';
 
 // Local defaults so web calling works out of the box (docs/web-calls.md); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
@@ -26,7 +28,7 @@ async function main(): Promise<void> {
   // Checked before anything starts: a missing speech engine stops start-up naming the variable.
   const speech = createSpeechEngines(process.env);
   const endpointing = createEndpointing(process.env);
-  installTemporalRuntime();
+  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger));
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
@@ -41,6 +43,13 @@ async function main(): Promise<void> {
   const edge = servesEdgeHere(edgeConfig)
     ? await startVoiceEdge({ config: edgeConfig, logger, speech, endpointing, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
     : undefined;
+  // One process: the calls' counters are served once, with the API's.
+  watchDatabase(database.pool);
+  const metrics: [string, MetricsServer | undefined][] = [
+    ['API', await servePartMetrics('api', config, logger)],
+    ['worker', await servePartMetrics('worker', config, logger, [workerRegistry])],
+    ['media edge', edge ? await servePartMetrics('mediaEdge', config, logger) : undefined],
+  ];
 
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${api.port}`;
   process.stdout.write(
@@ -53,6 +62,7 @@ async function main(): Promise<void> {
       `API docs     ${base}/api/v1/docs`,
       `Media edge   ${edge ? `${edge.url} (browser calls; example page: examples/web-call)` : `not started here: MEDIA_EDGE_WS_URL points at ${edgeConfig.MEDIA_EDGE_WS_URL}`}`,
       `Temporal UI  ${temporal.uiUrl ?? `(external Temporal at ${temporal.address})`}`,
+      `Metrics      ${config.METRICS_ENABLED ? metrics.filter(([, m]) => m).map(([part, m]) => `${m!.url} (${part})`).join(', ') || 'none could be bound (see the log)' : 'off (METRICS_ENABLED=false)'}`,
       `Database     ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded, data in ${config.DATA_DIR}`}`,
       `Recordings   ${config.RECORDINGS_STORE === 's3' ? `S3 bucket ${config.S3_BUCKET}` : recordingsDir(config)}`,
       'Press Ctrl-C to stop.',

@@ -14,6 +14,7 @@ import { openDatabase, openRedis, openTemporal } from './infrastructure.js';
 import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
 import { sealSecretsAtRest } from './services/secretsAtRest.js';
+import { servePartMetrics } from './metrics/server.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
 import type { HostResolver } from './webhooks/addresses.js';
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
   const redis = openRedis(config, logger);
   const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
   logger.info({ port: api.port }, 'API listening');
+  await servePartMetrics('api', config, logger);
   const stop = async () => {
     await api.close();
     redis?.disconnect();

@@ -6,6 +6,7 @@ import { createLogger } from '../logging/logger.js';
 import { createRecordingStore } from '../recordings/index.js';
 import { temporalAddress } from '../temporal/client.js';
 import { installTemporalRuntime } from '../temporal/worker.js';
+import { servePartMetrics } from '../metrics/server.js';
 import { loadMediaEdgeConfig } from './server.js';
 import { createEndpointing } from './audio/endpointingConfig.js';
 import { createSpeechEngines, SpeechConfigError } from './speech/speechEngines.js';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
     instanceId: process.env.MEDIA_EDGE_INSTANCE_ID || undefined,
   });
   process.stdout.write(`Media edge   ${edge.url} (task queue ${edge.taskQueue})\n`);
+  await servePartMetrics('mediaEdge', config, logger);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -23,11 +23,29 @@ export function writeTemporalLog(entry: LogEntry, write: (line: string) => void 
   write(`${time} [${entry.level}] ${redactCredentials(entry.message)}${meta}\n`);
 }
 
-/** Routes the SDK's own logs (webpack, worker state) through one level; call before connecting. */
-export function installTemporalRuntime(level: LogLevel = 'WARN'): void {
+/**
+ * Routes the SDK's own logs (webpack, worker state) through one level; call before connecting.
+ * With `metrics`, the SDK's worker metrics are served for Prometheus at its `bindAddress`
+ * (host:port, /metrics; docs/observability.md); when that cannot be bound, `onError` is told
+ * and the runtime is installed without them.
+ */
+export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bindAddress: string; onError: (err: Error) => void }): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger(level, (entry) => writeTemporalLog(entry)) });
+  const logger = new DefaultLogger(level, (entry) => writeTemporalLog(entry));
+  if (metrics) {
+    try {
+      // Names as Prometheus expects them: counters end in _total, durations in _seconds.
+      Runtime.install({
+        logger,
+        telemetryOptions: { metrics: { prometheus: { bindAddress: metrics.bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
+      });
+      return;
+    } catch (err) {
+      metrics.onError(err as Error);
+    }
+  }
+  Runtime.install({ logger });
 }
 
 /** The workflow bundle, built once per process (webpack is slow on two cores). */

@@ -319,3 +319,21 @@ export async function isListDeleted(db: Queryable, listId: string): Promise<bool
   const { rows } = await db.query<{ deleted: boolean }>('SELECT deleted_at IS NOT NULL AS deleted FROM lists WHERE id = $1', [listId]);
   return rows[0]?.deleted ?? true;
 }
+
+/**
+ * Contacts of the batches still going (scheduled, running, paused), by state: pending,
+ * calling, skipped and done (batch_counts' done:<status> buckets together), with how many
+ * such batches there are (the batch progress gauges of docs/observability.md).
+ */
+export async function activeBatchProgress(db: Queryable): Promise<{ batches: number; contacts: Record<string, number> }> {
+  const [{ rows: counts }, { rows: active }] = await Promise.all([
+    db.query<{ state: string; n: string }>(
+      `SELECT split_part(c.bucket, ':', 1) AS state, sum(c.n)::bigint AS n
+         FROM batch_counts c JOIN batches b ON b.id = c.batch_id
+        WHERE b.status IN ('scheduled', 'running', 'paused')
+        GROUP BY 1`,
+    ),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM batches WHERE status IN ('scheduled', 'running', 'paused')`),
+  ]);
+  return { batches: active[0].n, contacts: Object.fromEntries(counts.map((r) => [r.state, Number(r.n)])) };
+}

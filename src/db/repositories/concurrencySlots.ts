@@ -152,3 +152,21 @@ export async function addCallSlot(tx: Queryable, teamId: string, callId: string)
   await tx.query('UPDATE team_slots SET in_use = in_use + 1 WHERE team_id = $1', [teamId]);
   await tx.query('UPDATE calls SET slot_granted_at = now() WHERE id = $1', [callId]);
 }
+
+/** Live slots per team, for teams holding any (the slots gauge of docs/observability.md). */
+export async function liveSlotsByTeam(db: Queryable): Promise<{ team_id: string; n: number }[]> {
+  const { rows } = await db.query<{ team_id: string; n: number }>(
+    `SELECT s.team_id, count(*)::int AS n FROM concurrency_slots s WHERE ${LIVE_SLOT} GROUP BY s.team_id`,
+  );
+  return rows;
+}
+
+/** Phone calls per team whose workflow asked for a slot and waits in line (progress waiting_for_slot). */
+export async function waitingCallsByTeam(db: Queryable): Promise<{ team_id: string; n: number }[]> {
+  const { rows } = await db.query<{ team_id: string; n: number }>(
+    `SELECT team_id, count(*)::int AS n FROM calls
+      WHERE status = 'scheduled' AND type <> 'web' AND slot_granted_at IS NULL AND progress = 'waiting_for_slot'
+      GROUP BY team_id`,
+  );
+  return rows;
+}

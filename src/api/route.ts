@@ -118,6 +118,12 @@ export function routeChain(route: RouteDefinition, deps: AppDeps): Middleware[] 
   ];
 }
 
+/** Every route's 503: the database or Temporal cannot be reached (src/api/dependencyOutage.ts). */
+const dependencyOutageResponse: RouteResponseSpec = {
+  description: 'A dependency (the database or Temporal) cannot be reached; the message names it. Nothing was answered 2xx: retry after Retry-After seconds.',
+  headers: { 'Retry-After': { description: 'Whole seconds to wait before retrying.', schema: { type: 'integer' as const, minimum: 1 } } },
+};
+
 /** The OpenAPI description of one route. */
 export function openApiPath(route: RouteDefinition): RouteConfig {
   const responses: RouteConfig['responses'] = {};
@@ -125,7 +131,7 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
     route.auth === 'apiKey'
       ? { 401: { description: 'Missing, malformed or invalid API key' }, 403: { description: 'API key has been revoked' }, 429: { description: 'Rate limit exceeded' } }
       : {};
-  const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, ...route.responses };
+  const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, 503: dependencyOutageResponse, ...route.responses };
   for (const [status, spec] of Object.entries(all)) {
     const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
     const headers = spec.headers ? { headers: spec.headers } : {};

@@ -83,14 +83,15 @@ describe('API key authentication', () => {
     assert.deepEqual(res.json, { success: false, message: 'API key has been revoked' });
   });
 
-  test('a database failure during lookup answers 401 Authentication failed', async () => {
+  test('a database that cannot be reached during lookup answers 503 naming it, with Retry-After (not 401: the key may be good)', async () => {
     const deadPool = createPool('postgres://x:y@127.0.0.1:1/none', 1);
     const api = await startApi({ config: testConfig(), pool: deadPool, temporal: env.client, logger: createLogger('silent'), port: 0, routes: [whoAmI] });
     try {
       const { port } = api.server.address() as { port: number };
       const res = await fetch(`http://127.0.0.1:${port}/api/v1/test-whoami`, { headers: { Authorization: `Bearer ${team.apiKey}` } });
-      assert.equal(res.status, 401);
-      assert.deepEqual(await res.json(), { success: false, message: 'Authentication failed' });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.deepEqual(await res.json(), { success: false, message: 'Service unavailable: the database cannot be reached; retry after Retry-After seconds' });
     } finally {
       await api.close();
       await deadPool.end();

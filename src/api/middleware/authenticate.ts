@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { apiKeyPrefix } from '../../domain/apiKeys.js';
 import { digestsEqual, hashSecret } from '../../domain/digests.js';
 import { findApiKeyByPrefix } from '../../db/repositories/apiKeys.js';
+import { dependencyUnavailable, unreachableDependency } from '../dependencyOutage.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { AppDeps } from '../deps.js';
 
@@ -30,6 +31,8 @@ export function authenticateApiKey(deps: AppDeps): Middleware {
     try {
       record = await findApiKeyByPrefix(deps.pool, prefix);
     } catch (err) {
+      // A database that cannot be reached says nothing about the key: 503, so the client retries.
+      if (unreachableDependency(err) === 'database') throw dependencyUnavailable('database');
       ctx.state.log?.error({ err }, 'API key lookup failed');
       throw unauthorized('Authentication failed');
     }

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { UseCaseError, type UseCaseErrorKind } from '../../services/errors.js';
+import { dependencyUnavailable, unreachableDependency } from '../dependencyOutage.js';
 import { ApiError, validationError } from '../errors.js';
 
 const PG_UNIQUE_VIOLATION = '23505';
@@ -42,5 +43,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ZodError) return validationError(err, 'body');
   if (err instanceof WorkflowNotFoundError) return new ApiError(404, 'Not found');
   if ((err as { code?: string })?.code === PG_UNIQUE_VIOLATION) return new ApiError(409, 'Resource already exists');
+  const unreachable = unreachableDependency(err);
+  if (unreachable) return dependencyUnavailable(unreachable);
   return new ApiError(500, 'Internal server error');
 }

@@ -28,6 +28,8 @@ import { PhoneDialer, type PhoneCall } from './phoneDialer.js';
 import { openRtpSession } from './rtp/rtpSession.js';
 import { startConfiguredMediaEdge, type MediaEdge, type MediaEdgeConfig } from './server.js';
 import { SipTrunkAgent } from './sip/trunk/sipTrunkAgent.js';
+import type { SipTimers } from './sip/trunk/transactions.js';
+import type { FrameClock } from './webrtc/frameClock.js';
 import { parseTrunkSettings, type TrunkSettings } from './sip/trunk/trunkSettings.js';
 import { failoverNote } from './speech/fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './speech/interfaces.js';
@@ -52,6 +54,10 @@ export interface VoiceEdgeOptions {
   trunk?: TrunkSettings | null;
   /** No RTP from a phone call for this long ends it dropout (default 10 s; tests shorten it). */
   rtpInactivityMs?: number;
+  /** The trunk agent's RFC 3261 timers (tests shorten T1, so Timer B, 64×T1, takes seconds). */
+  trunkTimers?: Partial<SipTimers>;
+  /** The 20 ms clock of the phone calls' RTP (default: the process's shared one; bench/sipCalls.ts times its ticks). */
+  rtpClock?: FrameClock;
 }
 
 export interface VoiceEdge {
@@ -200,9 +206,9 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     running = worker.run();
     if (trunkSettings) {
       // Phone calls (docs/telephony.md, "Outbound calls"): this edge takes dials from the shared queue.
-      const agent = await SipTrunkAgent.start({ settings: trunkSettings, logger: logger.child({ component: 'sip-trunk' }) });
+      const agent = await SipTrunkAgent.start({ settings: trunkSettings, logger: logger.child({ component: 'sip-trunk' }), ...(options.trunkTimers ? { timers: options.trunkTimers } : {}) });
       trunkAgent = agent;
-      const openRtp = () => openRtpSession({ portRange: trunkSettings.rtpPortRange, bindAddress: trunkSettings.listen.host, inactivityMs: options.rtpInactivityMs ?? config.RTP_INACTIVITY_SECONDS * 1000, logger });
+      const openRtp = () => openRtpSession({ portRange: trunkSettings.rtpPortRange, bindAddress: trunkSettings.listen.host, inactivityMs: options.rtpInactivityMs ?? config.RTP_INACTIVITY_SECONDS * 1000, logger, ...(options.rtpClock ? { clock: options.rtpClock } : {}) });
       const dialer = new PhoneDialer({
         trunk: agent,
         openRtp,

@@ -1,0 +1,137 @@
+// Outbound phone calls whose trunk is the problem, through the whole stack: calls created over
+// HTTP with create-phone-call (VOICE_PROVIDER=sip), the real API and call worker, a Temporal
+// dev server, and the real media edge (startVoiceEdge with its SIP trunk agent over UDP, RTP,
+// Festival). The trunk is a UDP port on loopback: while nothing listens there it is
+// unreachable; then SIPp listens on it as a trunk that challenges every INVITE with 401 or 407
+// (test/mediaEdge/sipScenarios), checks the digest answer, answers, and waits for our BYE.
+// The agent's T1 is 50 ms, so Timer B (64×T1) gives up on the silent trunk in 3.2 s, not 32 s.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { freePort } from '../../src/localPorts.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
+import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
+import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
+import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
+import { createRecordingStore } from '../../src/recordings/index.js';
+import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow, callTestConfig, createCallWorker } from '../support/calls.js';
+import { startSipp } from '../support/sipp.js';
+import { createLocalEnv } from '../support/temporal.js';
+
+const SECRET = 'trunk-reach-media-edge-secret-0123';
+const CALLEE = '+14155550181';
+const SCRIPT = { name: 'Short call', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
+
+let env: TestWorkflowEnvironment;
+let app: TestApi;
+let worker: Worker;
+let running: Promise<void>;
+let speech: SpeechEngines;
+let edge: VoiceEdge;
+let team: TestTeam;
+let scriptId: string;
+let work: string;
+/** The trunk's UDP port: nobody's at first, SIPp's during the digest tests. */
+let trunkPort: number;
+
+before(async () => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'trunk-reach-'));
+  env = await createLocalEnv();
+  const settings = {
+    TEMPORAL_TASK_QUEUE: `trunk-reach-${process.pid}`,
+    MEDIA_EDGE_SECRET: SECRET,
+    VOICE_PROVIDER: 'sip',
+    RECORDINGS_STORE: 'local',
+    RECORDINGS_DIR: path.join(work, 'recordings'),
+    RATE_LIMITS_ENABLED: 'false',
+  } as const;
+  app = await startTestApi({ temporal: env.client, config: settings });
+  team = await createTestTeam(app.pool);
+  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
+  const workerConfig = callTestConfig(settings);
+  worker = await createCallWorker(env, app.pool, workerConfig);
+  running = worker.run();
+  speech = createSpeechEngines({});
+  trunkPort = await freePort();
+  edge = await startVoiceEdge({
+    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }),
+    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
+    speech,
+    recordings: createRecordingStore(workerConfig),
+    temporalAddress: env.address,
+    temporalNamespace: env.namespace ?? 'default',
+    instanceId: `trunk-reach-${process.pid}`,
+    trunk: parseTrunkSettings({
+      SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort};transport=udp`,
+      SIP_TRUNK_USERNAME: 'alice',
+      SIP_TRUNK_PASSWORD: 'secret',
+      SIP_LISTEN: `127.0.0.1:${await freePort()}`,
+      RTP_PORT_RANGE: '44800-44899',
+    }),
+    trunkTimers: { t1Ms: 50 },
+  });
+});
+
+after(async () => {
+  await edge?.close();
+  worker?.shutdown();
+  await running;
+  await speech?.close();
+  await app?.close();
+  await env?.teardown();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+async function createPhoneCall(): Promise<string> {
+  const res = await app.request('POST', '/api/v1/create-phone-call', {
+    key: team.apiKey,
+    body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: CALLEE, first_name: 'Ada' } },
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.json.call_id as string;
+}
+
+const result = (callId: string) => callResultOrStuck(app.pool, env.client, callId, 60_000);
+
+describe('outbound phone calls and the trunk itself', { timeout: 120_000 }, () => {
+  test('a trunk nobody answers over UDP: failed / trunk_error after Timer B, the System Note naming the trunk and why', async () => {
+    const callId = await createPhoneCall();
+    assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'trunk_error' });
+    const notes = (await callRow(app.pool, callId)).system_notes.filter((n) => n.kind === 'telephony');
+    assert.equal(notes.length, 1, JSON.stringify(notes));
+    assert.match(notes[0].text, new RegExp(`^The SIP trunk could not be reached: trunk unreachable: no response from 127\\.0\\.0\\.1:${trunkPort} over udp`));
+  });
+
+  for (const [status, scenario] of [
+    [401, 'uas-auth-401.xml'],
+    [407, 'uas-auth-407.xml'],
+  ] as const) {
+    test(`a trunk that challenges with ${status} (SIPp): the INVITE is answered with the digest of SIP_TRUNK_USERNAME/PASSWORD, the call is answered and hung up by the agent`, async () => {
+      const sipp = await startSipp({ scenario: `test/mediaEdge/sipScenarios/${scenario}`, port: trunkPort });
+      try {
+        const callId = await createPhoneCall();
+        // Answered: SIPp sends no audio, so the answered call either runs its script (completed)
+        // or is taken for a machine by the voicemail screening (its initial silence) and hung up.
+        const ended = await result(callId);
+        assert.ok(
+          (ended.status === 'completed' && ended.endReason === 'agent_hangup') || (ended.status === 'voicemail' && ended.endReason === 'voicemail'),
+          `answered, then hung up by the agent: ${JSON.stringify(ended)}`,
+        );
+        // SIPp checked the answer to its challenge (403 otherwise), took the 200's ACK and our BYE.
+        const run = await sipp.done;
+        assert.equal(run.code, 0, `SIPp: ${run.output.slice(-1500)}\n${run.errors}`);
+        const row = await callRow(app.pool, callId);
+        assert.equal(row.system_notes.filter((n) => n.kind === 'telephony').length, 0, JSON.stringify(row.system_notes));
+      } finally {
+        await sipp.stop();
+      }
+    });
+  }
+});

@@ -26,7 +26,7 @@ const WORKFLOW_FORBIDDEN_PACKAGES = [
 ];
 
 // Everything below the API: none of it may depend on the HTTP adapter.
-const BELOW_API = ['src/services', 'src/domain', 'src/db', 'activities', 'workflows', 'src/cli', 'src/mediaEdge', 'src/recordings', 'src/telephony', 'src/analysis', 'src/rateLimit', 'src/temporal', 'src/config', 'src/logging', 'src/webhooks', 'src/pacing', 'src/secrets'];
+const BELOW_API = ['src/tracing', 'src/services', 'src/domain', 'src/db', 'activities', 'workflows', 'src/cli', 'src/mediaEdge', 'src/recordings', 'src/telephony', 'src/analysis', 'src/rateLimit', 'src/temporal', 'src/config', 'src/logging', 'src/webhooks', 'src/pacing', 'src/secrets'];
 
 export default defineConfig(
   { ignores: ['node_modules/**', '.tools/**', '.data/**', 'dist/**', 'examples/web-call/public/**'] },

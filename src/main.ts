@@ -14,6 +14,7 @@ import { startApi } from './server.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 import { servePartMetrics, temporalRuntimeMetrics, type MetricsServer } from './metrics/server.js';
 import { watchDatabase, workerRegistry } from './metrics/workerMetrics.js';
+import { installTracing, shutdownTracing } from './tracing/tracing.js';
 
 // Local defaults so web calling works out of the box (docs/web-calls.md); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
   const speech = createSpeechEngines(process.env);
   const endpointing = createEndpointing(process.env);
   installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger));
+  await installTracing({ config, serviceName: 'voice-agent' });
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
@@ -83,6 +85,7 @@ async function main(): Promise<void> {
     redis?.disconnect();
     await temporal.close();
     await database.close();
+    await shutdownTracing();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
 import { sealSecretsAtRest } from './services/secretsAtRest.js';
 import { servePartMetrics } from './metrics/server.js';
+import { installTracing, shutdownTracing } from './tracing/tracing.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
 import type { HostResolver } from './webhooks/addresses.js';
@@ -78,6 +79,7 @@ export async function startApi(opts: {
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
+  await installTracing({ config, serviceName: 'voice-agent-api' });
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     redis?.disconnect();
     await temporal.close();
     await database.close();
+    await shutdownTracing();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

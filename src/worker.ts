@@ -5,6 +5,7 @@ import { createLogger } from './logging/logger.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 import { servePartMetrics, temporalRuntimeMetrics } from './metrics/server.js';
 import { watchDatabase } from './metrics/workerMetrics.js';
+import { installTracing, shutdownTracing } from './tracing/tracing.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
   secretBox(config);
   const logger = createLogger(config.LOG_LEVEL);
   installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger));
+  await installTracing({ config, serviceName: 'voice-agent-worker' });
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   // The dial pacer's shared store when REDIS_URL is set (docs/calls.md, "Carrier pacing").
@@ -24,6 +26,7 @@ async function main(): Promise<void> {
   redis?.disconnect();
   await temporal.close();
   await database.close();
+  await shutdownTracing();
 }
 
 main().catch((err) => {

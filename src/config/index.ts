@@ -147,6 +147,17 @@ export const configSchema = z.object({
     .string()
     .refine((v) => v.split(',').every((k) => decodeSecretsKey(k) !== undefined), `must be keys separated by commas, each ${SECRETS_KEY_FORMAT.slice('must be '.length)}`)
     .optional(),
+  // Traces (docs/observability.md, "Traces"): spans go by OTLP over HTTP (protobuf) to
+  // <endpoint>/v1/traces; unset = no tracing at all (no SDK loaded).
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf'], { message: 'must be http/protobuf (the only OTLP protocol this service sends)' }).default('http/protobuf'),
+  // Sent with every export (a collector's credentials): key=value pairs separated by commas.
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be key=value pairs separated by commas')
+    .optional(),
+  // The spans' service.name; unset = voice-agent-api, voice-agent-worker, voice-agent-media-edge, or voice-agent (npm start).
+  OTEL_SERVICE_NAME: z.string().regex(/^[\w.-]{1,100}$/, 'must be 1-100 letters, digits, dots, hyphens or underscores').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

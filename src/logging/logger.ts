@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { redactCredentials, redactLogValue } from './redaction.js';
 
@@ -26,13 +27,19 @@ const redactingOptions: Pick<LoggerOptions, 'formatters' | 'hooks' | 'serializer
   },
 };
 
+/** The trace id of a line logged inside a traced request or activity (tracing on); nothing otherwise. */
+function traceIdOfLine(): { traceId?: string } {
+  const span = trace.getActiveSpan();
+  return span ? { traceId: span.spanContext().traceId } : {};
+}
+
 /**
- * Structured JSON logs, credentials redacted. The CLI logs to stderr so that stdout stays one
+ * Structured JSON logs, credentials redacted, with the trace id when tracing is on. The CLI logs to stderr so that stdout stays one
  * JSON object; tests pass a stream to read what would be written.
  */
 export function createLogger(level: string, destination: 1 | 2 | DestinationStream = 1): Logger {
   const stream = typeof destination === 'number' ? pino.destination({ fd: destination, sync: destination === 2 }) : destination;
-  const logger = pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, ...redactingOptions }, stream);
+  const logger = pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceIdOfLine, ...redactingOptions }, stream);
   // pino applies no formatter to a child's bindings; children inherit this child() from the root.
   const pinoChild = logger.child;
   logger.child = function child(this: Logger, bindings, options) {

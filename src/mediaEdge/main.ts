@@ -7,6 +7,7 @@ import { createRecordingStore } from '../recordings/index.js';
 import { temporalAddress } from '../temporal/client.js';
 import { installTemporalRuntime } from '../temporal/worker.js';
 import { servePartMetrics } from '../metrics/server.js';
+import { installTracing, shutdownTracing } from '../tracing/tracing.js';
 import { loadMediaEdgeConfig } from './server.js';
 import { createEndpointing } from './audio/endpointingConfig.js';
 import { createSpeechEngines, SpeechConfigError } from './speech/speechEngines.js';
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
   const edgeConfig = loadMediaEdgeConfig();
   const logger = createLogger(edgeConfig.LOG_LEVEL);
   installTemporalRuntime();
+  await installTracing({ config, serviceName: 'voice-agent-media-edge' });
   const speech = createSpeechEngines(process.env);
   const endpointing = createEndpointing(process.env);
   const edge = await startVoiceEdge({
@@ -38,6 +40,7 @@ async function main(): Promise<void> {
     await edge.close();
     await speech.close();
     await endpointing.close();
+    await shutdownTracing();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

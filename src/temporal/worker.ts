@@ -6,11 +6,13 @@ import { PROJECT_ROOT } from '../config/index.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
+import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
 import { webhookTaskQueue } from '../../workflows/contracts.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
-let bundlePromise: Promise<WorkflowBundle> | undefined;
+/** One bundle per kind: with the tracing interceptor module (tracing on) and without. */
+const bundlePromises = new Map<boolean, Promise<WorkflowBundle>>();
 let runtimeInstalled = false;
 
 /**
@@ -48,10 +50,16 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
   Runtime.install({ logger });
 }
 
-/** The workflow bundle, built once per process (webpack is slow on two cores). */
+/** The workflow bundle, built once per process (webpack is slow on two cores); with the workflow's span interceptors when tracing is on. */
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundlePromise ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
-  return bundlePromise;
+  const interceptorModules = workflowInterceptorModules();
+  const traced = interceptorModules.length > 0;
+  let bundle = bundlePromises.get(traced);
+  if (!bundle) {
+    bundle = bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: interceptorModules, logger: new DefaultLogger('WARN') });
+    bundlePromises.set(traced, bundle);
+  }
+  return bundle;
 }
 
 /**
@@ -70,6 +78,7 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createActivities(opts.deps),
+    ...tracedWorkerOptions(),
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
     workflowThreadPoolSize: opts.deps.config.WORKER_WORKFLOW_THREADS,
     maxConcurrentWorkflowTaskExecutions: opts.deps.config.WORKER_MAX_WORKFLOW_TASKS,
@@ -89,6 +98,7 @@ export async function createWebhookWorker(opts: { connection: NativeConnection; 
     taskQueue: webhookTaskQueue(opts.taskQueue),
     workflowBundle: await workflowBundle(),
     activities: createActivities(opts.deps),
+    ...tracedWorkerOptions(),
     maxConcurrentActivityTaskExecutions: opts.deps.config.WEBHOOK_MAX_CONCURRENT_SENDS,
   });
 }

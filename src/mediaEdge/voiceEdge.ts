@@ -15,12 +15,14 @@ import type { SystemNote } from '../domain/calls.js';
 import type { Logger } from '../logging/logger.js';
 import { recordingKey } from '../recordings/keys.js';
 import type { RecordingStore } from '../recordings/store.js';
+import { tracedWorkerOptions } from '../tracing/tracing.js';
 import { createMediaEdgeActivities } from './activities.js';
 import { createEndpointing, type Endpointing } from './audio/endpointingConfig.js';
 import { CallEventReporter } from './callEvents.js';
+import { CallTransfers } from './callTransfer.js';
 import { ConversationEngine } from './conversation/engine.js';
-import { LiveCalls, type CallConversation } from './liveCalls.js';
-import type { AudioBand, ChannelCloseReason } from './media/channel.js';
+import { LiveCalls, type CallConversation, type LiveCall } from './liveCalls.js';
+import type { AudioBand, ChannelCloseReason, MediaChannel } from './media/channel.js';
 import { answerInboundCalls } from './inboundPhoneCalls.js';
 import { CallRecorder } from './recording/callRecorder.js';
 import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
@@ -54,6 +56,8 @@ export interface VoiceEdgeOptions {
   trunk?: TrunkSettings | null;
   /** No RTP from a phone call for this long ends it dropout (default 10 s; tests shorten it). */
   rtpInactivityMs?: number;
+  /** How long a transfer step rings the person before it gives up (default 30 s, callTransfer.ts; tests shorten it). */
+  transferRingTimeoutMs?: number;
   /** The trunk agent's RFC 3261 timers (tests shorten T1, so Timer B, 64×T1, takes seconds). */
   trunkTimers?: Partial<SipTimers>;
   /** The 20 ms clock of the phone calls' RTP (default: the process's shared one; bench/sipCalls.ts times its ticks). */
@@ -117,6 +121,11 @@ export function conversationOf(engine: ConversationEngine, takeNotes: () => Syst
       if (heard.kind !== 'utterance' || heard.text.trim() === '') return withNotes({ kind: 'silence' as const });
       return withNotes({ kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt), ...(heard.keyed ? { keyed: true } : {}) });
     },
+    async listen(opts) {
+      const heard = await engine.listen(opts);
+      if (heard.kind !== 'utterance' || heard.text.trim() === '') return { kind: 'silence' as const };
+      return { kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt), speechEndedAt: heard.speechEndedAt };
+    },
   };
 }
 
@@ -136,12 +145,10 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   await speech.warmUp();
   await endpointing.warmUp();
 
-  // A browser call (SIP over WebSocket) or a phone call through the trunk: the same from here on.
-  const onCall = (call: PhoneCall) => {
-    const log = logger.child({ callId: call.callId, codec: call.codec });
-    const callSpeech = callSpeechOf(speech, log, call.channel.band);
-    const engine = new ConversationEngine({
-      channel: call.channel,
+  /** A conversation engine over a channel: a call's, or a transfer's person's leg (callTransfer.ts). */
+  const engineOf = (channel: MediaChannel, log: Logger, callSpeech = callSpeechOf(speech, log, channel.band)) =>
+    new ConversationEngine({
+      channel,
       synthesizer: callSpeech.synthesizer,
       recognizer: callSpeech.recognizer,
       endpointer: endpointing.create(),
@@ -151,14 +158,23 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       echoMarginDb: endpointing.echoMarginDb,
       digitTimeoutMs: config.DTMF_DIGIT_TIMEOUT_MS,
     });
+  const transfers = new CallTransfers({ engineFor: (channel, log) => engineOf(channel, log), ringTimeoutMs: options.transferRingTimeoutMs, logger: logger.child({ component: 'call-transfer' }) });
+
+  // A browser call (SIP over WebSocket) or a phone call through the trunk: the same from here on.
+  const onCall = (call: PhoneCall) => {
+    const log = logger.child({ callId: call.callId, codec: call.codec });
+    const callSpeech = callSpeechOf(speech, log, call.channel.band);
+    const engine = engineOf(call.channel, log, callSpeech);
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
-    calls.add({ callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp() });
+    const live: LiveCall = { callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp(), sipDialog: call.dialog };
+    calls.add(live);
     log.info('call connected');
     void call.channel.closed.then(async (reason) => {
       engine.close();
       engines.delete(call.callId);
-      const endReason = END_REASON_OF[reason];
+      // A caller handed to a person: the transfer activity's answer ends the call (completed / transferred).
+      const endReason = live.handedOver ? undefined : END_REASON_OF[reason];
       log.info({ reason }, 'call media ended');
       await Promise.all([
         endReason ? reporter.report(call.callId, { type: 'ended', reason: endReason, event_id: `media-edge-ended-${call.callId}` }) : undefined,
@@ -199,7 +215,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       connection,
       namespace: options.temporalNamespace,
       taskQueue,
-      activities: createMediaEdgeActivities({ calls, logger }),
+      activities: createMediaEdgeActivities({ calls, logger, transfers }),
+      ...tracedWorkerOptions(),
       // Each call runs one speech activity at a time; the cap keeps a burst from starving the media loop.
       maxConcurrentActivityTaskExecutions: 200,
     });
@@ -209,6 +226,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       const agent = await SipTrunkAgent.start({ settings: trunkSettings, logger: logger.child({ component: 'sip-trunk' }), ...(options.trunkTimers ? { timers: options.trunkTimers } : {}) });
       trunkAgent = agent;
       const openRtp = () => openRtpSession({ portRange: trunkSettings.rtpPortRange, bindAddress: trunkSettings.listen.host, inactivityMs: options.rtpInactivityMs ?? config.RTP_INACTIVITY_SECONDS * 1000, logger, ...(options.rtpClock ? { clock: options.rtpClock } : {}) });
+      // A transfer's bridge dials the person through the same trunk, on an RTP port of its own.
+      transfers.useTrunk({ trunk: agent, openRtp, publicAddress: trunkSettings.publicAddress.host });
       const dialer = new PhoneDialer({
         trunk: agent,
         openRtp,
@@ -224,6 +243,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
         namespace: options.temporalNamespace,
         taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE,
         activities: dialer.activities(),
+        ...tracedWorkerOptions(),
         maxConcurrentActivityTaskExecutions: 100,
       });
       dialing = dialWorker.run();

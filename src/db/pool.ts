@@ -13,6 +13,9 @@ export function createPool(connectionString: string, max = 10): Pool {
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor may a checked-out one between two queries (a Postgres restart terminates every
+  // connection): the pool listens only to idle clients, and its next query fails instead.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

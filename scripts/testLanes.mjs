@@ -16,7 +16,7 @@
 // at the end, the totals in node's format and a plain "N passed, N failed" line. Exit code 0
 // when every file passed, else 1 (128+n after a signal).
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -140,8 +140,10 @@ if (laneCount) {
 }
 
 if (plan.durationsFile && !stopping) {
+  // Entries of test files renamed or deleted since are dropped, so the hints do not go stale.
+  const kept = Object.fromEntries(Object.entries(durations).filter(([file]) => existsSync(path.resolve(ROOT, file))));
   try {
-    writeFileSync(plan.durationsFile, `${JSON.stringify(durations, null, 1)}\n`);
+    writeFileSync(plan.durationsFile, `${JSON.stringify(kept, null, 1)}\n`);
   } catch {
     /* only a scheduling hint */
   }

@@ -103,3 +103,18 @@ test('every file passing: exit code 0 and the plain closing line', async () => {
   assert.equal(code, 0);
   assert.match(stdout, /\n2 passed, 0 failed\n$/);
 });
+
+test('the durations file: the files run are recorded, entries of files that no longer exist dropped, the others kept', async () => {
+  const file = plant('timed.test.mjs', { holdMs: 10, waitForPeer: false });
+  const other = plant('not-run.test.mjs', { waitForPeer: false });
+  const durationsFile = path.join(dir, 'durations.json');
+  const key = (f: string) => path.relative(PROJECT_ROOT, f);
+  const gone = key(path.join(dir, 'deleted.test.mjs'));
+  writeFileSync(durationsFile, JSON.stringify({ [gone]: 68_000, [key(other)]: 1234 }));
+  const { code } = await runScheduler({ files: [file], nodeFlags: [], lanes: [{ PLANTED_LANE: 'a' }], alone: [], durationsFile });
+  assert.equal(code, 0);
+  const durations = JSON.parse(readFileSync(durationsFile, 'utf8')) as Record<string, number>;
+  assert.deepEqual(Object.keys(durations).sort(), [key(other), key(file)].sort());
+  assert.equal(durations[key(other)], 1234, 'a file not run this time keeps its last duration');
+  assert.ok(durations[key(file)] > 0);
+});

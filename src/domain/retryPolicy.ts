@@ -25,8 +25,11 @@ export const MAX_RETRY_ATTEMPTS = 10;
 export const MIN_RETRY_DELAY_SECONDS = 60;
 export const MAX_RETRY_DELAY_SECONDS = 604_800;
 
-/** End reasons that never retry, whatever the policy: the callee is on the do-not-call list. */
-const FINAL_END_REASONS = new Set(['do_not_call']);
+/**
+ * End reasons that never retry, whatever the policy: the callee is on the do-not-call list, or
+ * the number does not exist (the trunk answered 404 or 484): redialling it reaches no one.
+ */
+const FINAL_END_REASONS = new Set(['do_not_call', 'invalid_number']);
 
 /**
  * What is wrong with a policy, as `[field, message]` pairs (field relative to the policy:

@@ -27,6 +27,12 @@ test('a call failed by the do-not-call list never retries, whatever the policy s
   assert.equal(retryDelaySeconds(failing, { status: 'failed', endReason: 'do_not_call', attempt: 1 }), undefined);
 });
 
+test('a number that does not exist (invalid_number: 404 or 484 from the trunk) is never redialled, though the policy retries failed; the trunk’s own failure is', () => {
+  const failing = { failed: { max_attempts: 5, delay_seconds: 60 } };
+  assert.equal(retryDelaySeconds(failing, { status: 'failed', endReason: 'invalid_number', attempt: 1 }), undefined);
+  assert.equal(retryDelaySeconds(failing, { status: 'failed', endReason: 'trunk_error', attempt: 1 }), 60);
+});
+
 test('validation names each field: unknown statuses, attempts above 10, delays outside 60 to 604800', () => {
   assert.deepEqual(retryPolicyProblems(policy), []);
   assert.deepEqual(retryPolicyProblems({}), []);

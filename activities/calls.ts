@@ -31,6 +31,7 @@ import { awaitRecording, recordingUrl } from '../src/services/recordings.js';
 import { createVoiceProvider, type PlacedCall } from '../src/telephony/index.js';
 import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
 import { markCallStarted } from '../src/services/callAdmission.js';
+import { callAnalysisDuration, countCallEnded } from '../src/metrics/callMetrics.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
 import { dialInTokenSlot, pacingKey, waitForDialToken } from './dialing.js';
 import type { ActivityDeps } from './index.js';
@@ -237,16 +238,18 @@ export function createCallActivities(deps: ActivityDeps) {
      */
     async completeCall(input: { callId: string; status: TerminalStatus; endReason: string; endTime: string }): Promise<{ status: string; endReason: string | null }> {
       const progress = input.status === 'cancelled' ? 'done' : 'analysing';
-      const { call } = await withWebhookEvents(deps, async (tx) => {
+      const { call, changed } = await withWebhookEvents(deps, async (tx) => {
         const ended = await completeCallRow(tx, input.callId, { status: input.status, endReason: input.endReason, endTime: new Date(input.endTime), progress });
         return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
       });
+      if (changed) countCallEnded(call);
       await releaseSlotAndGrant(slotDeps, input.callId);
       return { status: call.status, endReason: call.end_reason };
     },
 
     /** Post-call analysis of a terminal call: fills the result fields. */
     async analyseCall(input: { callId: string }): Promise<void> {
+      const timer = callAnalysisDuration.startTimer();
       const call = await requireCall(input.callId);
       const [contact, script] = await Promise.all([
         findContactById(deps.pool, call.team_id, call.contact_id),
@@ -269,6 +272,7 @@ export function createCallActivities(deps: ActivityDeps) {
         const analysed = await saveCallAnalysis(tx, call.id, analysis);
         return { result: undefined, events: analysed ? [callEvent('call.analyzed', analysed)] : [] };
       });
+      timer();
     },
 
     /** One pass of the reconciler (docs/calls.md). */

@@ -17,6 +17,7 @@ import type { CallAdmission } from '../workflows/contracts.js';
 import { scheduleRetryAttempt } from '../src/services/retries.js';
 import { notFound } from '../src/services/errors.js';
 import type { ActivityDeps } from './index.js';
+import { dialPacingWaits } from '../src/metrics/callMetrics.js';
 
 /**
  * How long one run of placePacedCall waits for a token before it answers `waiting` (the
@@ -74,6 +75,7 @@ export async function waitForDialToken(
     context?.heartbeat();
     if (!marked) {
       marked = true;
+      dialPacingWaits.inc();
       await setCallProgress(deps.pool, call.id, status, 'waiting_for_dial_slot');
     }
     if (Date.now() - lastLook >= STATUS_LOOK_MS) {

@@ -7,6 +7,7 @@ import { recordLostWebhookAttempt, sendWebhookDelivery } from '../src/services/w
 import { hookRunFailedEvent, sweepWebhookDeliveries, withWebhookEvents, type SweepReport } from '../src/services/webhookEvents.js';
 import type { WebhookAttemptResult } from '../workflows/contracts.js';
 import type { ActivityDeps } from './index.js';
+import { hookRuns } from '../src/metrics/callMetrics.js';
 
 export function createWebhookActivities(deps: ActivityDeps) {
   const sendDeps = { pool: deps.pool, config: deps.config, logger: deps.logger, resolveHost: deps.resolveHost };
@@ -29,6 +30,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
     /** hook_run.failed, recorded by the run itself when it fails (its id is the run's, so once). */
     async recordHookRunFailed(input: { runId: string; hookId: string; teamId: string; error: string }): Promise<void> {
       await withWebhookEvents(deps, async () => ({ result: undefined, events: [hookRunFailedEvent(input)] }));
+      hookRuns.inc({ outcome: 'failed' });
     },
   };
 }

@@ -6,6 +6,7 @@ import { SynthesisPool } from '../recordings/synthesisPool.js';
 import { wakeListBatches } from '../services/batches.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
+import { httpMetrics, routeTemplate } from './middleware/httpMetrics.js';
 import { requestContext } from './middleware/requestContext.js';
 import { koaPath, routeChain, type RouteDefinition } from './route.js';
 import { allRoutes } from './routes.js';
@@ -25,9 +26,10 @@ export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes(
   app.silent = true;
   const router = new Router();
   for (const route of routes) {
-    router[route.method](koaPath(route.path), ...routeChain(route, deps));
+    router[route.method](koaPath(route.path), routeTemplate(route.path), ...routeChain(route, deps));
   }
   app.use(requestContext(deps.logger));
+  app.use(httpMetrics());
   app.use(errorHandler());
   app.use(router.routes());
   return app;

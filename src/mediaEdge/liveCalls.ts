@@ -4,6 +4,7 @@
  */
 import type { AnswerHint, AskCallerResult, SpeakToCallerResult } from '../../workflows/contracts.js';
 import type { ChannelCloseReason, MediaChannel } from './media/channel.js';
+import { liveCallSets } from '../metrics/edgeMetrics.js';
 
 /** What the activities need of a call's conversation engine. */
 export interface CallConversation {
@@ -23,6 +24,10 @@ export class LiveCalls {
   private readonly calls = new Map<string, LiveCall>();
   /** Why each recently ended call ended, so a late activity can say it precisely. */
   private readonly endings = new Map<string, ChannelCloseReason>();
+
+  constructor() {
+    liveCallSets.add(this);
+  }
 
   add(call: LiveCall): void {
     this.calls.set(call.callId, call);

@@ -20,6 +20,7 @@ import { parseTrunkSettings } from './sip/trunk/trunkSettings.js';
 import { DEFAULT_DIGIT_TIMEOUT_MS } from './conversation/digitEntry.js';
 import { DEFAULT_RTP_INACTIVITY_MS } from './rtp/rtpSession.js';
 import { FrameClock } from './webrtc/frameClock.js';
+import { admissionRefusals, refusalReason, socketServers } from '../metrics/edgeMetrics.js';
 import { WebRtcEndpoint, type WebRtcOptions } from './webrtc/peer.js';
 import { checkAudioOffer } from './webrtc/sdp.js';
 
@@ -138,6 +139,7 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
       const slot = limits.openSocket(address);
       if (typeof slot !== 'function') {
         refusedConnections++;
+        admissionRefusals.inc({ reason: 'socket_limit' });
         logger.warn({ address, reason: slot.reason, sockets: limits.openSockets }, 'WebSocket refused: 503');
         return done(false, 503, slot.reason, { 'Retry-After': String(slot.retryAfterSeconds) });
       }
@@ -163,6 +165,7 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
       async admit(invite) {
         const refusal = await limits.beforeAdmission(address);
         if (refusal) {
+          admissionRefusals.inc({ reason: 'caller_limit' });
           log.warn({ address, reason: refusal.reason }, 'INVITE refused before admission: 503');
           return { reject: 503, reason: refusal.reason, retryAfterSeconds: refusal.retryAfterSeconds };
         }
@@ -173,7 +176,10 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
           await limits.admissionFailed(address);
           throw err;
         }
-        if (isRejection(result)) await limits.admissionFailed(address);
+        if (isRejection(result)) {
+          admissionRefusals.inc({ reason: refusalReason(result.reject) });
+          await limits.admissionFailed(address);
+        }
         return result;
       },
     };
@@ -259,7 +265,7 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
   logger.info({ url: actualUrl }, 'media edge listening');
 
   let closing: Promise<void> | undefined;
-  return {
+  const edge: MediaEdge = {
     url: actualUrl,
     port: actualPort,
     calls,
@@ -291,6 +297,8 @@ export async function startMediaEdge(options: MediaEdgeOptions): Promise<MediaEd
       return closing;
     },
   };
+  socketServers.add(edge);
+  return edge;
 }
 
 const DEFAULT_SEND_BUDGET_BYTES = 128 * 1024;

@@ -13,8 +13,10 @@ const registers = [edgeRegistry];
 export const liveCallSets = new LiveSources<{ readonly size: number }>();
 /** Each edge server's open WebSockets. */
 export const socketServers = new LiveSources<{ readonly connections: number }>();
-/** Speech work waiting for an engine: Festival/Piper sentences (synthesis), recogniser processes (recognition). */
-export const speechQueues = new LiveSources<{ readonly stage: 'synthesis' | 'recognition'; readonly queued: number }>();
+/** Sentences waiting for the shared Festival or Piper process. */
+export const synthesisQueues = new LiveSources<{ readonly queued: number }>();
+/** Utterances waiting for a recogniser process (pocketsphinx slots, Whisper workers). */
+export const recognitionQueues = new LiveSources<{ readonly queued: number }>();
 
 export const activeCalls = new Gauge({
   name: 'voice_agent_media_edge_active_calls',
@@ -61,7 +63,14 @@ export const speechQueueDepth = new Gauge({
   help: 'Speech work waiting for a shared engine, by stage: sentences for Festival/Piper (synthesis), utterances for a recogniser process (recognition).',
   labelNames: ['stage'] as const,
   registers,
-  collect: sumOfSources(speechQueues, (queue) => [[{ stage: queue.stage }, queue.queued]]),
+  collect(this: Gauge<'stage'>) {
+    this.reset();
+    for (const [stage, queues] of [['synthesis', synthesisQueues], ['recognition', recognitionQueues]] as const) {
+      let queued = 0;
+      for (const queue of queues.live()) queued += queue.queued;
+      this.set({ stage }, queued);
+    }
+  },
 });
 
 /**

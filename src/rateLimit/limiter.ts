@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
+import { rateLimiters } from '../metrics/apiMetrics.js';
 import { bucketLimits, type BucketLimits } from './buckets.js';
 import { IdentityCache } from './identityCache.js';
 import { MemoryRateLimitStore } from './memoryStore.js';
@@ -50,6 +51,7 @@ export class RateLimiter {
     this.enabled = opts.enabled;
     this.memory = new MemoryRateLimitStore(opts.clock);
     if (opts.redis) this.redisStore = opts.redisStore ?? new RedisRateLimitStore(opts.redis, { clock: opts.clock, keyPrefix: opts.keyPrefix });
+    rateLimiters.add(this);
   }
 
   /** True while Redis is configured but the limiter is counting in process instead. */

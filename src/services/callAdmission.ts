@@ -16,6 +16,7 @@ import { isOnDoNotCall } from '../db/repositories/doNotCall.js';
 import type { CallProgress } from '../domain/calls.js';
 import { releaseSlotAndGrant, requestCallSlot, type CallSlotDeps } from './callSlots.js';
 import { notFound } from './errors.js';
+import { callStartLateness } from '../metrics/callMetrics.js';
 import { callEvent, withWebhookEvents, type WebhookDispatchDeps } from './webhookEvents.js';
 import type { CallAdmission } from '../../workflows/contracts.js';
 
@@ -31,6 +32,10 @@ export async function markCallStarted(deps: WebhookDispatchDeps, callId: string,
     return { result: row, events: row?.status === 'in-progress' ? [callEvent('call.started', row)] : [] };
   });
   if (!call) throw notFound(`call ${callId} not found`);
+  // This start's own write (an activity retried after a lost answer writes nothing new, yet counts again: rare).
+  if (call.status === 'in-progress' && call.actual_time?.getTime() === actualTime.getTime()) {
+    callStartLateness.observe(Math.max(0, actualTime.getTime() - call.scheduled_time.getTime()) / 1000);
+  }
   return call;
 }
 

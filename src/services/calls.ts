@@ -52,6 +52,7 @@ import { assertNotOnDoNotCall } from './doNotCall.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
 import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents, withWebhookEvents } from './webhookEvents.js';
+import { callsCreated, countCallEnded } from '../metrics/callMetrics.js';
 
 export interface CallServiceDeps {
   pool: Pool;
@@ -173,6 +174,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
     return { ...inserted, deliveries };
   });
   if (call.team_id !== input.teamId) throw conflict('A call with this id already exists');
+  if (created) callsCreated.inc({ type: call.type });
 
   if (!call.workflow_started_at) {
     try {
@@ -231,6 +233,7 @@ export async function cancelCall(deps: CallServiceDeps, teamId: string, callId: 
     return { result: cancelled, events: cancelled?.cancelled ? [callEvent('call.ended', cancelled.call)] : [] };
   });
   if (!result) throw notFound(CALL_NOT_FOUND);
+  if (result.cancelled) countCallEnded(result.call);
   if (!result.cancelled) {
     throw conflict(`Call cannot be cancelled: its status is ${result.call.status}`, { status: result.call.status });
   }
@@ -337,6 +340,7 @@ export async function reconcileCalls(
       return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
     });
     if (changed) {
+      countCallEnded({ status: 'failed', end_reason: 'workflow_lost' });
       report.failed += 1;
       await releaseSlotAndGrant(deps, call.id);
     }

@@ -19,6 +19,7 @@ import { normalizePhoneNumber } from '../domain/phone.js';
 import { startCallWorkflow, type CallServiceDeps } from './calls.js';
 import { UseCaseError } from './errors.js';
 import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents } from './webhookEvents.js';
+import { callsCreated } from '../metrics/callMetrics.js';
 
 export const INBOUND_REFUSALS = ['unknown_number', 'no_inbound_script', 'at_ceiling', 'caller_number_invalid'] as const;
 export type InboundRefusal = (typeof INBOUND_REFUSALS)[number];
@@ -95,6 +96,7 @@ export async function acceptInboundCall(deps: CallServiceDeps, invite: InboundIn
     // Only a Call-ID reused for another call gets here.
     throw new UseCaseError('conflict', 'sip_call_id already names another call');
   }
+  if (created) callsCreated.inc({ type: 'inbound' });
 
   if (!call.workflow_started_at) {
     try {

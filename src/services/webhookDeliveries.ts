@@ -35,6 +35,7 @@ import type { WebhookAttemptResult } from '../../workflows/contracts.js';
 import { conflict, notFound } from './errors.js';
 import { webhookEndpointSecretContext } from './webhookEndpoints.js';
 import { dispatchWebhookDeliveries, type WebhookDispatchDeps } from './webhookEvents.js';
+import { webhookDeliveries, webhookDeliveryLatency } from '../metrics/callMetrics.js';
 
 export const WEBHOOK_DELIVERY_NOT_FOUND = 'Webhook delivery not found';
 
@@ -188,6 +189,8 @@ export async function sendWebhookDelivery(deps: WebhookSendDeps, input: { delive
       deps.logger?.warn({ endpointId: delivery.endpoint_id }, 'webhook endpoint disabled: every attempt failed for 5 days');
     }
   });
+  webhookDeliveries.inc({ outcome: status });
+  webhookDeliveryLatency.observe(result.latencyMs / 1000);
   return { status, statusCode: result.statusCode, retryInSeconds };
 }
 
@@ -211,5 +214,6 @@ export async function recordLostWebhookAttempt(deps: WebhookSendDeps, input: { d
     status,
     nextAttemptAt: retryInSeconds === null ? null : new Date(Date.now() + retryInSeconds * 1000),
   }));
+  webhookDeliveries.inc({ outcome: status });
   return { status, statusCode: null, retryInSeconds };
 }

@@ -18,6 +18,7 @@ import {
 } from '../../db/repositories/idempotency.js';
 import type { AppDeps } from '../deps.js';
 import { badRequest, conflict, unprocessable } from '../errors.js';
+import { idempotencyConflicts, idempotentReplays } from '../../metrics/apiMetrics.js';
 import { endpointKey, type RouteDefinition } from '../route.js';
 import { z } from '../schemas.js';
 import type { AuthContext } from './authenticate.js';
@@ -303,11 +304,22 @@ export function idempotency(route: RouteDefinition, deps: AppDeps): Middleware[]
       if (claimed) break;
       const existing = await findIdempotencyKey(deps.pool, ref);
       if (existing && existing.state !== 'released') {
-        if (existing.request_hash !== requestHash) throw unprocessable(DIFFERENT_BODY_MESSAGE);
-        if (existing.state === 'in_progress') throw conflict(IN_PROGRESS_MESSAGE);
-        return replay(ctx, existing, box, ref);
+        if (existing.request_hash !== requestHash) {
+          idempotencyConflicts.inc({ route: route.path, reason: 'different_request' });
+          throw unprocessable(DIFFERENT_BODY_MESSAGE);
+        }
+        if (existing.state === 'in_progress') {
+          idempotencyConflicts.inc({ route: route.path, reason: 'in_progress' });
+          throw conflict(IN_PROGRESS_MESSAGE);
+        }
+        replay(ctx, existing, box, ref);
+        idempotentReplays.inc({ route: route.path });
+        return;
       }
-      if (attempt >= 2) throw conflict(IN_PROGRESS_MESSAGE);
+      if (attempt >= 2) {
+        idempotencyConflicts.inc({ route: route.path, reason: 'in_progress' });
+        throw conflict(IN_PROGRESS_MESSAGE);
+      }
     }
     if (claimed.reclaimed) ctx.state.log?.info({ endpoint, recordCreatedAt: claimed.createdAt }, 'claimed an idempotency key again (its earlier run was released or went stale)');
 

@@ -8,6 +8,7 @@ import type { RateLimiter } from '../../rateLimit/limiter.js';
 import { retryAfterSeconds, type ConsumeResult, type Reservation } from '../../rateLimit/store.js';
 import type { AppDeps } from '../deps.js';
 import { tooManyRequests } from '../errors.js';
+import { rateLimitRejections } from '../../metrics/apiMetrics.js';
 import type { AuthContext } from './authenticate.js';
 
 /** What the rate-limit middleware needs to know about a route. */
@@ -69,6 +70,7 @@ function limiterOf(deps: AppDeps): RateLimiter {
  */
 function admit(ctx: Context, buckets: BucketCheck[], result: ConsumeResult): Reservation {
   if (!result.allowed) {
+    rateLimitRejections.inc({ bucket: result.bucket.name });
     throw tooManyRequests('Rate limit exceeded', {}, {
       'Retry-After': String(retryAfterSeconds(result.retryAfterMs)),
       'X-RateLimit-Limit': String(result.bucket.limit),

@@ -29,6 +29,7 @@ import { impliedDigitCount, isCompleteAnswer } from './answerCompleteness.js';
 import { DEFAULT_DIGIT_TIMEOUT_MS, DigitEntry } from './digitEntry.js';
 import { ECHO_MARGIN_DB, EchoGate } from './echoGate.js';
 import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
+import { turnLatency } from '../../metrics/edgeMetrics.js';
 
 export type { ListenResult } from './pendingAnswer.js';
 
@@ -394,5 +395,6 @@ export class ConversationEngine {
     if (!heard) return;
     this.lastUtterance = undefined;
     this.turns.push({ ...heard, firstFrameAt, turnMs: firstFrameAt - heard.speechEndedAt });
+    turnLatency.observe((firstFrameAt - heard.speechEndedAt) / 1000);
   }
 }

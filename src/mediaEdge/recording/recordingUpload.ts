@@ -7,6 +7,7 @@
  */
 import type { Logger } from '../../logging/logger.js';
 import type { CallRecorder, RecordingResult } from './callRecorder.js';
+import { recordingUploadFailures } from '../../metrics/edgeMetrics.js';
 
 export interface RecordingRetryPolicy {
   /** Writes tried in all, the first included (at least 1). */
@@ -63,12 +64,14 @@ export async function uploadRecording(recorder: CallRecorder, options: Recording
       return { outcome: 'exists', attempts: attempt, error };
     }
     if (attempt < attempts) {
+      recordingUploadFailures.inc({ result: 'retried' });
       const delayMs = retryDelayMs(policy, attempt);
       log.warn({ err: error, attempt, attempts, delayMs }, 'recording could not be stored: trying again');
       await sleep(delayMs);
     }
   }
   await recorder.discard();
+  recordingUploadFailures.inc({ result: 'lost' });
   log.error({ err: error, key: recorder.key, attempts }, 'recording lost: the store failed every attempt and the spooled audio was discarded');
   await options.noteLost?.(lostNoteText(attempts));
   return { outcome: 'lost', attempts, error };

@@ -12,6 +12,7 @@
  */
 import type { PcmFrame } from '../media/channel.js';
 import type { AnswerHint, RecognitionSession, SpeechRecognizer, SpeechSynthesizer, SynthesisOptions, Transcript } from './interfaces.js';
+import { speechEngineErrors } from '../../metrics/edgeMetrics.js';
 
 /** One call's switch from a failed engine to the offline one. */
 export interface EngineFailover {
@@ -83,6 +84,7 @@ export class FallbackRecognizer implements SpeechRecognizer {
   failOver(err: unknown): void {
     if (this.failedOver) return;
     this.failedOver = true;
+    speechEngineErrors.inc({ stage: 'recognition', engine: this.primary.name });
     this.onFailover({ stage: 'recognition', failed: this.primary.name, fallback: this.offline.name, error: (err as Error)?.message ?? String(err) });
   }
 }
@@ -196,6 +198,7 @@ export class FallbackSynthesizer implements SpeechSynthesizer {
       }
       if (!this.failedOver) {
         this.failedOver = true;
+        speechEngineErrors.inc({ stage: 'synthesis', engine: this.primary.name });
         this.onFailover({ stage: 'synthesis', failed: this.primary.name, fallback: this.offline.name, error: (failure as Error)?.message ?? String(failure) });
       }
     }

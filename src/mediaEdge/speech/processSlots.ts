@@ -6,6 +6,8 @@
  * the others in the order they came.
  */
 
+import { recognitionQueues } from '../../metrics/edgeMetrics.js';
+
 /** One session's place in line. */
 export interface SlotRequest {
   /** Resolves true once the slot is taken, false when refused; rejects when cancelled. */
@@ -29,6 +31,7 @@ export class ProcessSlots {
 
   constructor(readonly max: number) {
     if (!Number.isInteger(max) || max < 1) throw new Error(`the process cap must be a positive whole number, got ${max}`);
+    recognitionQueues.add(this);
   }
 
   /** Slots taken now (processes running or about to). */

@@ -16,6 +16,7 @@ import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
 import { sliceFrames } from '../audio/frames.js';
 import { RoundRobinQueue } from './roundRobinQueue.js';
 import { hasWords, trimEdgeSilence } from './speakableText.js';
+import { synthesisQueues } from '../../metrics/edgeMetrics.js';
 
 /** Audio kept of rendered sentences: ten minutes is about 19 MB. */
 export const RENDER_CACHE_SECONDS = 600;
@@ -55,6 +56,12 @@ export class CallTurns {
     private readonly refuse: () => Error,
   ) {
     if (!Number.isInteger(maxQueuedPerCall) || maxQueuedPerCall < 1) throw new Error(`maxQueuedPerCall must be a positive whole number, got ${maxQueuedPerCall}`);
+    synthesisQueues.add(this);
+  }
+
+  /** Jobs waiting for their turn at the engine (the speech queue depth of docs/observability.md). */
+  get queued(): number {
+    return this.waiting.size;
   }
 
   /**

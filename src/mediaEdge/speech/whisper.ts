@@ -24,6 +24,7 @@ import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
 import { int16ToLittleEndian } from '../audio/wav.js';
 import { stopProcess } from './engineProcess.js';
 import { grammarFor } from './grammar.js';
+import { recognitionQueues } from '../../metrics/edgeMetrics.js';
 import type { AnswerHint, RecognitionSession, SpeechRecognizer, Transcript } from './interfaces.js';
 
 export const WHISPER_WORKER_SCRIPT = fileURLToPath(new URL('./whisper_worker.py', import.meta.url));
@@ -235,6 +236,7 @@ export class WhisperPool {
     if (!Number.isInteger(maxQueued) || maxQueued < 0) throw new Error(`maxQueued must be a whole number of at least 0, got ${maxQueued}`);
     this.failures = new Array<number>(size).fill(0);
     this.workers = new Array<WhisperWorker | undefined>(size).fill(undefined);
+    recognitionQueues.add(this);
   }
 
   /** Starts the workers on first use (warm-up or the first utterance), not when the pool is made. */

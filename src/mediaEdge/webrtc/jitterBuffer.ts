@@ -1,5 +1,8 @@
+import { jitterLateFrames, jitterUnderruns } from '../../metrics/edgeMetrics.js';
+
 /**
- * A fixed-delay jitter buffer for one inbound RTP stream, in RTP clock ticks. Pure: the
+ * A fixed-delay jitter buffer for one inbound RTP stream, in RTP clock ticks. Pure (but for
+ * the edge's late-frame and underrun counters, docs/observability.md): the
  * caller pushes packets as they arrive and, once per 20 ms of wall clock, takes the packet
  * due at the playout point (or none: a gap, which the caller fills with silence) and advances
  * the playout point by what it played.
@@ -108,6 +111,7 @@ export class JitterBuffer {
     this.countLoss(packet.sequenceNumber);
     if (at < this.playout) {
       this.stats.late++;
+      jitterLateFrames.inc();
       return 'late';
     }
     // Insert in timestamp order; most packets go at the end.
@@ -141,6 +145,7 @@ export class JitterBuffer {
     while (this.packets.length > 0 && this.packets[0].at < this.playout) {
       this.packets.shift();
       this.stats.late++;
+      jitterLateFrames.inc();
     }
     // Due: a packet that starts within the current frame. Playing it re-aligns the playout point
     // to its timestamp (after a pause in sending, a talkspurt need not start on our 20 ms grid).
@@ -171,6 +176,7 @@ export class JitterBuffer {
       this.stats.concealed++;
     } else {
       this.stats.underruns++;
+      jitterUnderruns.inc();
     }
   }
 

@@ -66,29 +66,13 @@ import { SipTestClient } from '../test/support/sipClient.js';
 import { spoken } from '../test/support/spokenAudio.js';
 import { overTelephone } from '../test/support/telephoneBand.js';
 import { BrowserPeer } from '../test/support/webrtcPeer.js';
+import { ACCOUNT_LINE_ANSWERS, ACCOUNT_LINE_SCRIPT } from './support/accountLineScript.js';
 import { insertTeamWithKey, jsonRequester, startBenchApi } from './support/api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
 import { median, out, quantile } from './support/stats.js';
 
-/** Every agent line but the last is a question, so a caller answers each pause in the agent's audio. */
-const SCRIPT = {
-  name: 'Voice turns bench',
-  steps: [
-    { id: 'ask_pin', type: 'ask', question: 'Hello, this is the account line. Please say your account number, one digit at a time.', variable: 'answers.pin', expect: 'digits' },
-    { id: 'ask_holder', type: 'ask', question: 'Are you the account holder?', variable: 'answers.holder', expect: 'yes_no' },
-    { id: 'ask_card', type: 'ask', question: 'Please say the last four digits of your card.', variable: 'answers.card', expect: 'digits' },
-    { id: 'ask_time', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.time', expect: 'yes_no' },
-    {
-      id: 'verify',
-      type: 'tool',
-      tool: 'Auth | Check',
-      settings: { record_array: ['2946', '5392'], check_array: ['{{answers.pin}}', '{{answers.card}}'], required_match_count: '', exact: 'Yes' },
-    },
-    { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
-  ],
-};
-/** What the callers say, in order (words pocketsphinx hears reliably from festival's voice through Opus). */
-const ANSWERS = ['two nine four six', 'yes', 'five three nine two', 'no'];
+const SCRIPT = ACCOUNT_LINE_SCRIPT;
+const ANSWERS = ACCOUNT_LINE_ANSWERS;
 
 /** `--band telephone`: callers on a phone line (above). */
 const BAND: AudioBand = process.argv.includes('--band') && process.argv[process.argv.indexOf('--band') + 1] === 'telephone' ? 'telephone' : 'wideband';

@@ -347,6 +347,21 @@ export interface DialPhoneCallInput {
   to: string;
   /** Ring this long, then CANCEL (rang-out). */
   ringTimeoutMs: number;
+  /**
+   * Screen the answer for an answering machine before the script runs (docs/telephony.md,
+   * "Voicemail detection"); absent: the script runs at the answer.
+   */
+  screen?: boolean;
+  /** The script's voicemail_message, filled: said on a machine after its beep or greeting. */
+  voicemailMessage?: string;
+}
+
+/** What the edge's screening of the answer found on a machine (a System Note's data). */
+export interface VoicemailScreening {
+  /** The answering-machine detector's verdict (src/mediaEdge/conversation/answeringMachineDetector.ts). */
+  detection: { verdict: string; reason: string; greetingMs: number; words: number; decidedAtMs: number; beepAt?: number };
+  /** The voicemail message, when it was said: what it waited for, when it began (ms after the answer), audio that left. */
+  message?: { text: string; cue: string; startedAtMs: number; playedMs: number };
 }
 
 /** How a dial ended: answered (the script runs on `mediaTaskQueue`), or the call's end. */
@@ -358,13 +373,16 @@ export type DialPhoneCallResult =
       endReason: string;
       /** A System Note for the call (the trunk's SIP status line, or why the dial could not go out). */
       note?: string;
+      /** An answering machine took the call (end_reason voicemail): the detection, and the message said. */
+      voicemail?: VoicemailScreening;
     };
 
 /** The activity the dial queue's edges run (src/mediaEdge/phoneDialer.ts). */
 export interface MediaEdgeDialActivities {
   /**
    * Claims the call's one dial (POST /internal/v1/calls/{id}/dial-claim), sends the INVITE,
-   * reports `ringing`, and settles when the callee answers or the call ends unanswered.
+   * reports `ringing`, and settles when the callee answers (and, with `screen`, is taken for a
+   * person) or the call ends: unanswered, or on an answering machine (after the voicemail message).
    * Heartbeats while it rings; cancelling it sends CANCEL (or BYE to an answer that crossed it).
    */
   dialPhoneCall(input: DialPhoneCallInput): Promise<DialPhoneCallResult>;

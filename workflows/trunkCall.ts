@@ -7,6 +7,9 @@
  *
  *   dialPhoneCall (ringing events → progress ringing) ── answered ── runMediaConversation
  *                                                     └─ ended ──── busy, no answer, … (the SIP table)
+ *   with `screen`, the edge screens the answer before it settles (docs/telephony.md, "Voicemail
+ *   detection"): a person → answered; a machine → ended voicemail, after the voicemail message,
+ *   which is written as the agent's turn with a System Note of the detection
  *   cancel-call while it rings: the dial is cancelled (the edge sends CANCEL) → cancelled
  *   cancel-call once answered: the script stops, hangUpCaller (the edge sends BYE) → cancelled
  */
@@ -20,7 +23,8 @@ import {
   proxyActivities,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { SystemNote } from '../src/domain/calls.js';
+import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
+import type { MediaEdgeDial } from '../src/telephony/provider.js';
 import { MEDIA_EDGE_DIAL_TASK_QUEUE, type DialPhoneCallResult, type MediaEdgeActivities, type MediaEdgeDialActivities } from './contracts.js';
 import { outcomeOf, type CallContext, type CancelledOutcome, type ConversationOutcome } from './conversation.js';
 import { EDGE_PICKUP_TIMEOUT, runMediaConversation } from './mediaConversation.js';
@@ -34,12 +38,25 @@ export const DIAL_ATTEMPTS = 3;
 
 export const CANCELLED_OUTCOME: CancelledOutcome = { status: 'cancelled', endReason: 'cancelled' };
 
-function dialer(ringTimeoutMs: number) {
+/** The edge's longest wait for a machine's beep or the end of its greeting (voicemailDrop.ts maxGreetingWaitMs). */
+export const SCREENING_WAIT_MS = 30_000;
+/** Allowance per character of the voicemail message (speech runs about 15 characters a second; slow voices half that). */
+const MESSAGE_MS_PER_CHAR = 150;
+
+/**
+ * How long one dial may take: ringing, then the answer, well past the ring timeout (after
+ * which the edge CANCELs); a screened answer adds the wait for the verdict and the beep, and the message.
+ */
+export function dialTimeoutMs(dial: Pick<MediaEdgeDial, 'ringTimeoutMs' | 'screen' | 'voicemailMessage'>): number {
+  const screening = dial.screen ? SCREENING_WAIT_MS + Math.max(30_000, (dial.voicemailMessage?.length ?? 0) * MESSAGE_MS_PER_CHAR) : 0;
+  return dial.ringTimeoutMs + 60_000 + screening;
+}
+
+function dialer(startToCloseMs: number) {
   return proxyActivities<MediaEdgeDialActivities>({
     taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE,
     scheduleToStartTimeout: DIAL_PICKUP_TIMEOUT,
-    // Ringing, then the answer: well past the ring timeout, after which the edge CANCELs.
-    startToCloseTimeout: ringTimeoutMs + 60_000,
+    startToCloseTimeout: startToCloseMs,
     heartbeatTimeout: DIAL_HEARTBEAT_TIMEOUT,
     // cancel-call waits for the edge to have sent CANCEL (or BYE to an answer that crossed it).
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -75,7 +92,7 @@ function outcomeOfDialFailure(err: unknown): { outcome: ConversationOutcome; not
 }
 
 /** Dials through the trunk and, once answered, runs the script on the edge that holds the call. */
-export async function runTrunkCall(ctx: CallContext, dial: { from: string; to: string; ringTimeoutMs: number }): Promise<ConversationOutcome | CancelledOutcome> {
+export async function runTrunkCall(ctx: CallContext, dial: MediaEdgeDial): Promise<ConversationOutcome | CancelledOutcome> {
   const cancelled = () => ctx.cancelRequested?.() ?? false;
   const note = (text: string): SystemNote => ({ at: new Date().toISOString(), kind: 'telephony', text });
 
@@ -83,7 +100,16 @@ export async function runTrunkCall(ctx: CallContext, dial: { from: string; to: s
   const dialScope = new CancellationScope();
   let settled: Settled | undefined;
   void dialScope
-    .run(() => dialer(dial.ringTimeoutMs).dialPhoneCall({ callId: ctx.input.callId, from: dial.from, to: dial.to, ringTimeoutMs: dial.ringTimeoutMs }))
+    .run(() =>
+      dialer(dialTimeoutMs(dial)).dialPhoneCall({
+        callId: ctx.input.callId,
+        from: dial.from,
+        to: dial.to,
+        ringTimeoutMs: dial.ringTimeoutMs,
+        ...(dial.screen ? { screen: true } : {}),
+        ...(dial.voicemailMessage ? { voicemailMessage: dial.voicemailMessage } : {}),
+      }),
+    )
     .then(
       (result) => (settled = { result }),
       (err: unknown) => (settled = { err }),
@@ -110,7 +136,12 @@ export async function runTrunkCall(ctx: CallContext, dial: { from: string; to: s
   }
   const { result } = done;
   if (result.outcome === 'ended') {
-    if (result.note) await ctx.appendSystemNotes([note(result.note)]);
+    if (result.voicemail) {
+      // A machine: its message (when said) is the agent's turn, written with the detection's note.
+      // Only a screened dial ends so, and no recorded history has one: older histories replay unchanged.
+      const turns: ConversationTurn[] = result.voicemail.message ? [{ role: 'agent', text: result.voicemail.message.text }] : [];
+      await ctx.record({ turns, notes: [{ ...note(result.note ?? 'An answering machine took the call.'), kind: 'voicemail_detection', data: result.voicemail }] });
+    } else if (result.note) await ctx.appendSystemNotes([note(result.note)]);
     // The edge found the call cancelled (its claim answered 410) before this workflow saw the signal.
     return cancelled() || result.endReason === 'cancelled' ? CANCELLED_OUTCOME : outcomeOf(result.endReason);
   }

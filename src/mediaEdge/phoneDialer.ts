@@ -8,6 +8,11 @@
  *     (engine, recorder, `answered` with this edge's queue) · a refusal → the call's end
  *     (src/domain/sipOutcomes.ts) · the ring timeout → CANCEL → rang-out
  *
+ * With `screen` the answer is screened before the dial settles (docs/telephony.md, "Voicemail
+ * detection"): a CallScreener hears the callee from the answer on; a person → answered (the
+ * script runs); a machine → the voicemail message after its beep or greeting, BYE, and the
+ * dial ends `voicemail` with the detection and the message for the workflow to write.
+ *
  * One call, one INVITE: the INVITE's Call-ID is derived from the call id, a dial already under
  * way on this edge is joined rather than repeated, and an attempt whose claim another edge
  * holds (or that this edge took but no longer knows of) never dials: it reports the call lost.
@@ -18,7 +23,9 @@ import { NOT_FOUND_FAILURE, type DialPhoneCallInput, type DialPhoneCallResult, t
 import { RING_TIMEOUT_END, sipCallIdOf, sipDialEnd } from '../domain/sipOutcomes.js';
 import type { Logger } from '../logging/logger.js';
 import type { CallEventReporter } from './callEvents.js';
+import { CallScreener, type CallScreening, type SayLine, type VoicemailDropSettings } from './conversation/voicemailDrop.js';
 import type { LiveCalls } from './liveCalls.js';
+import type { ChannelCloseReason } from './media/channel.js';
 import { establishedPhoneCall, type PhoneCall } from './phoneCall.js';
 import { g711Offer, parseG711Answer } from './rtp/g711Sdp.js';
 import type { RtpSession } from './rtp/rtpSession.js';
@@ -47,6 +54,8 @@ export interface PhoneDialerOptions {
   logger: Logger;
   /** This edge's claim id (default: a fresh UUID per dialer, i.e. per edge process). */
   claimId?: string;
+  /** The screening's timings and thresholds (default DEFAULT_VOICEMAIL_DROP_SETTINGS; tests shorten the waits). */
+  screening?: Partial<VoicemailDropSettings>;
 }
 
 type DialEnd = Extract<DialPhoneCallResult, { outcome: 'ended' }>;
@@ -188,10 +197,16 @@ export class PhoneDialer {
         return { outcome: 'ended', endReason: 'trunk_error', note: `The callee's answer had no usable G.711 audio (${remote.error}); the edge hung up.` };
       }
       rtp.setRemote(remote);
+      // Hears the callee from the answer on, before anything is said.
+      const screener = input.screen ? new CallScreener(rtp.channel, this.options.screening) : undefined;
       await Promise.race([ringingReport, new Promise((resolve) => setTimeout(resolve, RINGING_REPORT_WAIT_MS))]);
-      this.holdCall(callId, rtp, dialog, remote.payloadType === 8 ? 'PCMA' : 'PCMU', log);
+      const call = this.holdCall(callId, rtp, dialog, remote.payloadType === 8 ? 'PCMA' : 'PCMU', log);
       handedOver = true;
       log.info({ codec: remote.payloadType === 8 ? 'PCMA' : 'PCMU' }, 'callee answered');
+      if (screener) {
+        const end = await this.screen(input, call, screener, cancelled, log);
+        if (end) return end;
+      }
       return { outcome: 'answered', mediaTaskQueue: this.options.taskQueue };
     } finally {
       if (!handedOver) rtp.close();
@@ -223,8 +238,85 @@ export class PhoneDialer {
   }
 
   /** The answered call, held by this edge: the far end's BYE and lost RTP end it; the agent's hang-up sends BYE. */
-  private holdCall(callId: string, rtp: RtpSession, dialog: SipDialog, codec: string, log: Logger): void {
+  private holdCall(callId: string, rtp: RtpSession, dialog: SipDialog, codec: string, log: Logger): PhoneCall {
     // The same call as an inbound one (phoneCall.ts, shared with inboundPhoneCalls.ts).
-    this.options.onCall(establishedPhoneCall(callId, rtp, dialog, codec, log));
+    const call = establishedPhoneCall(callId, rtp, dialog, codec, log);
+    this.options.onCall(call);
+    return call;
+  }
+
+  /**
+   * The screening of an answered call: undefined for a person (the script runs), else how the
+   * dial ends. A machine hears the message through the call's conversation engine (so the
+   * recording has it), then BYE. cancel-call meanwhile hangs up: cancelled.
+   */
+  private async screen(input: DialPhoneCallInput, call: PhoneCall, screener: CallScreener, cancelled: AbortSignal, log: Logger): Promise<DialEnd | undefined> {
+    const say: SayLine = async (text, signal) => {
+      const live = this.options.calls.get(input.callId);
+      if (!live) throw new Error('the call is no longer held by this edge');
+      const { playedMs } = await live.conversation.speak(text, { bargeIn: false, signal: signal ?? new AbortController().signal });
+      return { playedMs };
+    };
+    let screening: CallScreening;
+    try {
+      screening = await screener.finish({ say, ...(input.voicemailMessage ? { voicemailMessage: input.voicemailMessage } : {}), signal: cancelled });
+    } catch (err) {
+      await call.hangUp();
+      if (cancelled.aborted) return { outcome: 'ended', endReason: 'cancelled' };
+      // The message could not be said (the speech engines failed): the machine's call still ends voicemail.
+      log.warn({ err }, 'the voicemail message failed');
+      const why = err instanceof Error ? err.message : String(err);
+      return { outcome: 'ended', endReason: 'voicemail', note: `An answering machine took the call; the voicemail message could not be said (${why}).` };
+    } finally {
+      screener.stop();
+    }
+    log.info({ outcome: screening.outcome, detection: screening.detection, cue: screening.message?.cue }, 'answer screened');
+    const end = endOfScreening(screening);
+    if (end?.endReason === 'voicemail') await call.hangUp();
+    return end;
   }
 }
+
+/** The end of a call whose channel closed during the screening, before a machine was heard. */
+const CLOSED_BEFORE_VERDICT: Record<ChannelCloseReason, DialEnd> = {
+  remote_hangup: { outcome: 'ended', endReason: 'User Hangup' },
+  media_lost: { outcome: 'ended', endReason: 'connection_lost', note: "The callee's audio stopped while the answer was screened for an answering machine." },
+  local_hangup: { outcome: 'ended', endReason: 'media_edge_lost', note: 'The media edge hung up while the answer was screened for an answering machine (the service did not take the call, or the edge was shutting down).' },
+};
+
+/**
+ * How a screened call's dial ends: undefined for a person (or no verdict), the script runs; a
+ * machine → voicemail with the detection (and the message, when any of it was said), even when
+ * the machine hung up during the message; the channel closed before a verdict → the close's end.
+ */
+export function endOfScreening(screening: CallScreening): DialEnd | undefined {
+  const { outcome, detection, message } = screening;
+  if (outcome === 'human') return undefined;
+  if (detection?.verdict === 'machine') {
+    const said = message && message.playedMs > 0 ? message : undefined;
+    const heard = [
+      `reason ${detection.reason}`,
+      `${detection.greetingMs} ms of greeting`,
+      `${detection.words} word${detection.words === 1 ? '' : 's'}`,
+      detection.beepAt !== undefined ? `a beep at ${detection.beepAt} ms` : 'no beep before the verdict',
+    ].join(', ');
+    const left = said
+      ? ` The voicemail message was said ${said.startedAtMs} ms after the answer (${CUE_WORDS[said.cue]})${outcome === 'channel_closed' ? ', and the machine hung up before its end' : ''}.`
+      : outcome === 'channel_closed'
+        ? ' The machine hung up before the message.'
+        : ' The script has no voicemail message: the agent hung up.';
+    return {
+      outcome: 'ended',
+      endReason: 'voicemail',
+      note: `An answering machine took the call (${heard}; decided ${detection.decidedAtMs} ms after the answer).${left}`,
+      voicemail: { detection, ...(said ? { message: said } : {}) },
+    };
+  }
+  return CLOSED_BEFORE_VERDICT[screening.closeReason ?? 'remote_hangup'];
+}
+
+const CUE_WORDS: Record<string, string> = {
+  beep: 'after the beep',
+  greeting_end: 'after the greeting ended',
+  max_wait: 'at the longest wait for a beep',
+};

@@ -50,7 +50,18 @@ export type PlacedCall =
    * A media edge dials (VOICE_PROVIDER=sip): the workflow runs the dial activity on the
    * edges' shared dial queue with these numbers, and the edge that takes it holds the call.
    */
-  | { provider: string; providerCallId: string; mode: 'media_edge'; dial: { from: string; to: string; ringTimeoutMs: number } };
+  | { provider: string; providerCallId: string; mode: 'media_edge'; dial: MediaEdgeDial };
+
+/** What the dial activity of a media edge needs (workflows/contracts.ts DialPhoneCallInput, less the call id). */
+export interface MediaEdgeDial {
+  from: string;
+  to: string;
+  ringTimeoutMs: number;
+  /** Screen the answer for an answering machine (the script's voicemail_detection, on by default). */
+  screen?: boolean;
+  /** The script's voicemail_message, its template filled. */
+  voicemailMessage?: string;
+}
 
 export interface VoiceProvider {
   readonly name: string;

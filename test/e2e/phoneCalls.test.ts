@@ -5,7 +5,10 @@
 // Festival and the offline recognisers) whose trunk is baresip on loopback
 // (/work/shared/recipes/sip-test-phones.md): one account auto-answers and plays a
 // festival-made WAV (a "yes" timed after the prompt), one rings until CANCEL, and any other
-// number is answered 404. Every test counts the INVITEs baresip saw for its call: one.
+// number is answered 404. Every test counts the INVITEs baresip saw for its call: one. The
+// script turns the screening for answering machines off (voicemail_detection: false): these
+// tests time the callee's answers from the script's start; the screening meets baresip in
+// test/e2e/phoneVoicemail.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +43,7 @@ const NO_SUCH = '+14155550173';
 
 const SCRIPT = {
   name: 'Phone check',
+  voicemail_detection: false,
   steps: [
     { id: 'greet', type: 'say', text: 'Hello, this is the account line.' },
     { id: 'ask_ok', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.ok', expect: 'yes_no' },

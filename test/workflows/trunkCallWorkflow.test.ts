@@ -2,8 +2,10 @@
 // time-skipping environment: calls created over HTTP (create-phone-call, cancel-call), the real
 // call worker, and the real edge dialer (src/mediaEdge/phoneDialer.ts: dial claim over HTTP,
 // ringing report, real RTP session) on the shared dial queue. Only the far end is a stand-in:
-// a typed trunk that answers each callee number as the test says, and a media edge queue that
-// plays a scripted caller. The SIP pieces themselves meet baresip in test/e2e/phoneCalls.test.ts.
+// a typed trunk that answers each callee number as the test says (a person who says "hello" over
+// real RTP, or a silent line: an answering machine by its initial silence), and a media edge
+// queue that plays a scripted caller. The SIP pieces themselves meet baresip in
+// test/e2e/phoneCalls.test.ts (and a voicemail greeting with its beep in test/e2e/phoneVoicemail.test.ts).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -11,6 +13,7 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import { insertScript } from '../../src/db/repositories/scripts.js';
 import { isTerminalStatus } from '../../src/domain/calls.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
 import { createLogger } from '../../src/logging/logger.js';
@@ -23,9 +26,11 @@ import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import { SipTrunkAgent, type OutboundInvite, type OutboundInviteResult, type SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
+import { SCREENING_WAIT_MS } from '../../workflows/trunkCall.js';
 import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
+import { RtpPeer } from '../support/rtpPeer.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
 
 const SECRET = 'media-edge-secret-for-trunk-tests';
@@ -40,7 +45,8 @@ const SETTINGS = {
 
 /** What the stand-in far end does with an INVITE to one number. */
 type Callee =
-  | { answerAfterMs: number }
+  /** Answers after this long; a person says "hello" at once (default), a silent line says nothing (a machine by its initial silence). */
+  | { answerAfterMs: number; line?: 'hello' | 'silent' }
   | { reject: [number, string] }
   | { ringUntilCancelled: true }
   | { crashAfterInvite: true }
@@ -54,6 +60,8 @@ class StandInTrunk {
   readonly cancels: string[] = [];
   readonly byes: string[] = [];
   readonly remoteByes = new Map<string, () => void>();
+  /** The far ends' RTP of the answered calls that speak. */
+  readonly peers: RtpPeer[] = [];
 
   async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
     this.invites.push(req);
@@ -73,12 +81,26 @@ class StandInTrunk {
     if ('ringUntilCancelled' in callee) return cancelled;
     const answered = new Promise<OutboundInviteResult>((resolve) =>
       setTimeout(() => {
-        const answer = g711Answer(req.sdp, { address: '127.0.0.1', port: 9, sessionId: 1 });
-        if ('error' in answer) throw new Error(answer.error);
-        resolve({ kind: 'answered', sdp: answer.sdp, dialog: this.dialog(req) });
+        void this.answer(req, callee.line ?? 'hello').then(resolve);
       }, callee.answerAfterMs),
     );
     return Promise.race([cancelled, answered]);
+  }
+
+  /** The 200's SDP and dialog; a person's RTP says "hello" (half a second of noise) and then keeps the line open with silence. */
+  private async answer(req: OutboundInvite, line: 'hello' | 'silent'): Promise<OutboundInviteResult> {
+    let port = 9;
+    if (line === 'hello') {
+      const edgePort = Number(/^m=audio (\d+)/m.exec(req.sdp)?.[1]);
+      const peer = await RtpPeer.open({ address: '127.0.0.1', port: edgePort });
+      this.peers.push(peer);
+      port = peer.port;
+      const hello = Int16Array.from({ length: 4000 }, () => Math.round((Math.random() - 0.5) * 8000));
+      void peer.play(Int16Array.from([...new Int16Array(1600), ...hello]), { thenSilence: true });
+    }
+    const answer = g711Answer(req.sdp, { address: '127.0.0.1', port, sessionId: 1 });
+    if ('error' in answer) throw new Error(answer.error);
+    return { kind: 'answered', sdp: answer.sdp, dialog: this.dialog(req) };
   }
 
   private dialog(req: OutboundInvite): SipDialog {
@@ -108,6 +130,8 @@ let deadTrunk: SipTrunkAgent;
 const held = new Map<string, PhoneCall>();
 /** What the scripted callee says to each ask, by call id (default: yes). */
 const calleeAnswers = new Map<string, string[]>();
+/** Lines the edge said outside the script (the voicemail message), by call id. */
+const saidOnEdge = new Map<string, string[]>();
 /** Calls whose caller stays on an ask until the workflow cancels it (cancel-call in progress), and a wake-up once it does. */
 const lingerOnAsk = new Map<string, () => void>();
 const workers: { worker: Worker; running: Promise<void> }[] = [];
@@ -129,8 +153,22 @@ async function startEdge(name: string): Promise<void> {
     calls,
     taskQueue,
     logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    // A silent line's message goes out after 3 s of it instead of 30 s.
+    screening: { maxGreetingWaitMs: 3_000 },
     onCall: (call) => {
       held.set(call.callId, call);
+      calls.add({
+        callId: call.callId,
+        channel: call.channel,
+        conversation: {
+          speak: async (text) => {
+            saidOnEdge.set(call.callId, [...(saidOnEdge.get(call.callId) ?? []), text]);
+            return { playedMs: text.length * 50, interrupted: false };
+          },
+          ask: async () => ({ kind: 'silence' }),
+        },
+        hangUp: () => call.hangUp(),
+      });
       void reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue });
     },
   });
@@ -181,6 +219,7 @@ after(async () => {
   await app?.close();
   await env?.teardown();
   await deadTrunk?.close();
+  for (const peer of trunk.peers) peer.close();
 });
 
 let calleeSeq = 0;
@@ -190,12 +229,12 @@ function nextCallee(): string {
   return calleeNumber(String(2000 + calleeSeq));
 }
 
-async function createPhoneCall(callee: Callee): Promise<{ callId: string; to: string }> {
+async function createPhoneCall(callee: Callee, scriptId = team.scriptId): Promise<{ callId: string; to: string }> {
   const to = nextCallee();
   trunk.callees.set(to, callee);
   const res = await app.request('POST', '/api/v1/create-phone-call', {
     key: team.apiKey,
-    body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: to, first_name: 'Ada' } },
+    body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: to, first_name: 'Ada' } },
   });
   assert.equal(res.status, 201, res.text);
   return { callId: res.json.call_id as string, to };
@@ -203,6 +242,8 @@ async function createPhoneCall(callee: Callee): Promise<{ callId: string; to: st
 
 // Real time (a plain client): the edge's timers are real. The tests run concurrently, each on numbers of its own.
 const result = (callId: string) => callResultOrStuck(app.pool, plain, callId, 30_000);
+/** A screened call's end: the verdict and the message add seconds of real audio. */
+const screenedResult = (callId: string) => callResultOrStuck(app.pool, plain, callId, 60_000);
 const invitesTo = (to: string) => trunk.invites.filter((i) => i.toNumber === to);
 
 describe('a phone call through the SIP trunk', { concurrency: true }, () => {
@@ -301,6 +342,49 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
     assert.equal((await callRow(app.pool, callId)).status, 'in-progress');
     await app.pool.query(`UPDATE calls SET status = 'failed', end_reason = 'provider_error' WHERE id = $1`, [callId]);
     await plain.workflow.getHandle(callWorkflowId(callId)).terminate('test over');
+  });
+
+  test('an answering machine (a silent line) hears the voicemail message, gets BYE, and the call ends voicemail with the message as the agent’s turn and a System Note of the detection', async () => {
+    const script = await insertScript(app.pool, {
+      teamId: team.teamId,
+      name: 'With a voicemail message',
+      definition: { name: 'With a voicemail message', voicemail_message: 'Hello {{contact.first_name}}, please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] },
+    });
+    const { callId, to } = await createPhoneCall({ answerAfterMs: 500, line: 'silent' }, script.id);
+    assert.deepEqual(await screenedResult(callId), { callId, status: 'voicemail', endReason: 'voicemail' });
+    assert.deepEqual(saidOnEdge.get(callId), ['Hello Ada, please call us back.'], 'the message, and nothing of the script');
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'the agent hung up with one BYE');
+    const row = await callRow(app.pool, callId);
+    assert.deepEqual(row.conversation, [{ role: 'agent', text: 'Hello Ada, please call us back.' }]);
+    const notes = row.system_notes.filter((n) => n.kind === 'voicemail_detection');
+    assert.equal(notes.length, 1, JSON.stringify(row.system_notes));
+    assert.match(notes[0].text, /An answering machine took the call \(reason initial_silence, .*The voicemail message was said \d+ ms after the answer \(at the longest wait for a beep\)/);
+    const data = notes[0].data as { detection: { verdict: string; reason: string }; message: { cue: string } };
+    assert.equal(data.detection.verdict, 'machine');
+    assert.equal(data.message.cue, 'max_wait');
+    // The dial activity's time covers the longest wait for the beep and the message.
+    const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+    const dial = (history.events ?? []).find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'dialPhoneCall')?.activityTaskScheduledEventAttributes;
+    assert.ok(Number(dial?.startToCloseTimeout?.seconds) * 1000 >= 3_000 + 60_000 + SCREENING_WAIT_MS, `startToClose ${dial?.startToCloseTimeout?.seconds} s`);
+  });
+
+  test('an answering machine and a script without a voicemail message: BYE at the verdict, voicemail, no turn', async () => {
+    const { callId, to } = await createPhoneCall({ answerAfterMs: 500, line: 'silent' });
+    assert.deepEqual(await screenedResult(callId), { callId, status: 'voicemail', endReason: 'voicemail' });
+    assert.equal(saidOnEdge.get(callId), undefined);
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to]);
+    const row = await callRow(app.pool, callId);
+    assert.deepEqual(row.conversation, []);
+    assert.match(row.system_notes.find((n) => n.kind === 'voicemail_detection')?.text ?? '', /The script has no voicemail message: the agent hung up/);
+  });
+
+  test('a script with voicemail_detection false is not screened: the silent callee hears the script, and the call completes', async () => {
+    const definition = { name: 'No screening', voicemail_detection: false, voicemail_message: 'Please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
+    const script = await insertScript(app.pool, { teamId: team.teamId, name: definition.name, definition });
+    const { callId } = await createPhoneCall({ answerAfterMs: 500, line: 'silent' }, script.id);
+    assert.deepEqual(await screenedResult(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+    assert.equal(saidOnEdge.get(callId), undefined);
+    assert.ok((await callRow(app.pool, callId)).system_notes.every((n) => n.kind !== 'voicemail_detection'));
   });
 
   test('a dial activity that fails after its INVITE went out is retried, and the retry sends no second INVITE (failed / media_edge_lost)', async () => {

@@ -9,19 +9,17 @@
  * says the message. The channel's recorder, started at the answer, hears the message like
  * any line.
  *
- * How an outbound phone call uses it (the outbound wiring's to do; the interface is this file):
+ * How an outbound phone call uses it (src/mediaEdge/phoneDialer.ts, in the dial activity):
  *   1. at the answer, before anything is said: `new CallScreener(call.channel)` for an
- *      outbound call only (an inbound caller is never screened), kept with the live call;
- *   2. before the script's first line: `screener.finish({ synthesizer, voicemailMessage })` (or
- *      `say` instead of `synthesizer`: the call's conversation engine, LiveCall.conversation.speak),
- *      the message being the script's `voicemail_message` filled by `voicemailMessageOf`
- *      (src/domain/scripts/voicemail.ts, pure: the call workflow can fill it and pass it);
- *      `screenAnsweredCall` does 1 and 2 at once when the message is known at the answer;
- *   3. `human` → the script runs; `voicemail` / `voicemail_left` → hang up (BYE), the message
- *      (when said) becomes the agent's transcript turn, a System Note gives the detection
- *      (reason, greeting ms, words, beep), and the call ends status `voicemail`, end_reason
- *      `voicemail`; `channel_closed` → the call's usual end for the close reason (hang-up,
- *      dropout), with the message's turn when part of it was said.
+ *      outbound call only (an inbound caller is never screened);
+ *   2. `screener.finish({ say, voicemailMessage })`, `say` being the call's conversation engine
+ *      (LiveCall.conversation.speak, so the recording has the message), the message the script's
+ *      `voicemail_message` filled by `voicemailMessageOf` (src/telephony/sipTrunk.ts, with the dial);
+ *   3. `human` → the script runs; a machine (`voicemail`, `voicemail_left`, or `channel_closed`
+ *      after a machine's verdict) → BYE, the message (when said) becomes the agent's transcript
+ *      turn, a System Note gives the detection, and the call ends status `voicemail`, end_reason
+ *      `voicemail`; `channel_closed` before a verdict → the call's usual end for the close reason
+ *      (hang-up, dropout). `screenAnsweredCall` does 1 and 2 at once when the message is known at the answer.
  */
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
 import type { SpeechSynthesizer } from '../speech/interfaces.js';

@@ -201,11 +201,6 @@ export const scriptDefinitionSchema = z
      * script's first line is said at the answer, and a machine gets the script like a person.
      */
     voicemail_detection: z.boolean({ message: 'voicemail_detection must be true or false' }).optional(),
-    /**
-     * Whether an outbound phone call's answer is screened for an answering machine (default true). false: the
-     * script's first line is said at the answer, and a machine gets the script like a person.
-     */
-    voicemail_detection: z.boolean({ message: 'voicemail_detection must be true or false' }).optional(),
     steps: z.array(scriptStepSchema).min(1, 'a script needs at least one step').max(500),
   })
   .superRefine((script, ctx) => {

@@ -89,6 +89,8 @@ export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
 function edgeVoice(
   edge: ReturnType<typeof edgeActivities>,
   transfers: ReturnType<typeof transferActivities>,
+  /** The team's number, the caller ID a transfer shows the person. */
+  teamNumber: string | null,
   callId: string,
   saidBeforeEnd: (lines: string[]) => Promise<void>,
   edgeNotes: (notes: SystemNote[]) => void,
@@ -120,7 +122,7 @@ function edgeVoice(
     },
     async transfer(request) {
       // The announcement is said to the person, not the caller: no caller line to keep if the call ends.
-      return transfers.transferCaller({ callId, ...request });
+      return transfers.transferCaller({ callId, ...request, ...(teamNumber ? { from: teamNumber } : {}) });
     },
   };
 }
@@ -198,6 +200,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
         voice: edgeVoice(
           edge,
           transferActivities(taskQueue),
+          type === 'inbound' ? to_number : from_number,
           ctx.input.callId,
           (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text }))),
           (notes) => void writes.write(() => ctx.appendSystemNotes(notes)),

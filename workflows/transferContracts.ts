@@ -14,6 +14,8 @@ export interface TransferCallerInput {
   /** E.164 (dialled through the trunk) or a SIP URI (dialled at its host). */
   to: string;
   mode: TransferMode;
+  /** The caller ID the person sees (the call's own number, E.164); absent: anonymous. */
+  from?: string;
   /** Said to the person once they answer, before the legs are joined (bridge only). */
   announcement?: string;
 }

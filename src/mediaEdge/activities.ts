@@ -15,7 +15,9 @@ import {
   type SpeakToCallerInput,
   type SpeakToCallerResult,
 } from '../../workflows/contracts.js';
+import type { MediaEdgeTransferActivities, TransferCallerInput, TransferCallerResult } from '../../workflows/transferContracts.js';
 import type { Logger } from '../logging/logger.js';
+import { CallerLeftError, type CallTransfers } from './callTransfer.js';
 import type { LiveCall, LiveCalls } from './liveCalls.js';
 import type { ChannelCloseReason } from './media/channel.js';
 
@@ -71,7 +73,7 @@ async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: L
   }
 }
 
-export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logger }): MediaEdgeActivities {
+export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logger; transfers?: CallTransfers }): MediaEdgeActivities & MediaEdgeTransferActivities {
   return {
     /** Plays an agent line; the caller may barge in. */
     async speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult> {
@@ -90,6 +92,34 @@ export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logg
     /** Sends BYE; a call already gone is fine (the caller left first, or the edge lost it). */
     async hangUpCaller(input: { callId: string }): Promise<void> {
       await deps.calls.get(input.callId)?.hangUp();
+    },
+
+    /**
+     * Hands the caller to a person (callTransfer.ts). Not in withCallMedia: once joined, the
+     * caller's hang-up ends the bridge, not the activity with a failure. Before that, the caller's
+     * end fails it CallerHungUp / CallMediaLost like any line.
+     */
+    async transferCaller(input: TransferCallerInput): Promise<TransferCallerResult> {
+      const call = deps.calls.get(input.callId);
+      if (!call) throw mediaGone(input.callId, deps.calls.endingOf(input.callId), false);
+      if (!deps.transfers) return { outcome: 'not_answered', reason: 'this media edge has no SIP trunk to dial the person through' };
+      const ctx = Context.current();
+      const abort = new AbortController();
+      const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
+      ctx.cancellationSignal.addEventListener('abort', onCancel);
+      const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
+      ctx.heartbeat();
+      try {
+        const result = await deps.transfers.transfer(call, input, abort.signal);
+        deps.logger.info({ callId: input.callId, stepId: input.stepId, outcome: result.outcome }, 'transfer settled');
+        return result;
+      } catch (err) {
+        if (err instanceof CallerLeftError) throw mediaGone(input.callId, err.reason, true);
+        throw err;
+      } finally {
+        clearInterval(heartbeat);
+        ctx.cancellationSignal.removeEventListener('abort', onCancel);
+      }
     },
   };
 }

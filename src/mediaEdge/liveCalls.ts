@@ -4,12 +4,15 @@
  */
 import type { AnswerHint, AskCallerResult, SpeakToCallerResult } from '../../workflows/contracts.js';
 import type { ChannelCloseReason, MediaChannel } from './media/channel.js';
+import type { SipDialog } from './sip/trunk/sipTrunkAgent.js';
 import { liveCallSets } from '../metrics/edgeMetrics.js';
 
 /** What the activities need of a call's conversation engine. */
 export interface CallConversation {
   speak(text: string, opts: { bargeIn: boolean; signal: AbortSignal }): Promise<SpeakToCallerResult>;
   ask(prompt: string, hint: AnswerHint, opts: { noSpeechTimeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult>;
+  /** The caller's next utterance, without a prompt (a bridged transfer transcribes the caller with it). */
+  listen?(opts: { timeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult & { speechEndedAt?: number }>;
 }
 
 export interface LiveCall {
@@ -18,6 +21,13 @@ export interface LiveCall {
   conversation: CallConversation;
   /** The agent ends the call (BYE); resolves once sent. Idempotent. */
   hangUp(): Promise<void>;
+  /**
+   * Set once a transfer has handed the caller to a person (callTransfer.ts): the channel's end is
+   * then the transfer's to report (completed / transferred), not the caller's hang-up.
+   */
+  handedOver?: boolean;
+  /** A phone call's SIP dialog (a transfer by REFER uses it); absent on a browser call. */
+  sipDialog?: SipDialog;
 }
 
 export class LiveCalls {

@@ -23,6 +23,8 @@ export interface PhoneCall {
   codec: string;
   /** The agent ends the call: BYE, channel closed `local_hangup`. */
   hangUp(): Promise<void>;
+  /** The call's SIP dialog (a phone call's; a transfer by REFER sends it there); absent on a browser call. */
+  dialog?: SipDialog;
 }
 
 /** The codec name of a G.711 payload type. */
@@ -50,6 +52,7 @@ export function establishedPhoneCall(callId: string, rtp: RtpSession, dialog: Si
     callId,
     channel,
     codec,
+    dialog,
     hangUp: async () => {
       channel.hangUp('local_hangup');
       await bye();

@@ -36,6 +36,11 @@ export interface SipDialog {
   onEnded(listener: (by: 'remote_bye') => void): () => void;
   /** In-dialog INFO (DTMF relay: `application/dtmf-relay` "Signal=5\r\nDuration=160", or `application/dtmf`). */
   onInfo(listener: (contentType: string, body: string) => void): () => void;
+  /**
+   * In-dialog NOTIFY (a REFER's progress, RFC 3515 §2.4.5: `message/sipfrag`, e.g. "SIP/2.0 200 OK";
+   * `Subscription-State`'s value, e.g. "terminated;reason=noresource"). An addition to the agreed interface.
+   */
+  onNotify?(listener: (notify: { event: string; subscriptionState: string; body: string }) => void): () => void;
 }
 
 export interface OutboundInvite {
@@ -45,6 +50,11 @@ export interface OutboundInvite {
   toNumber: string;
   /** Our SDP offer. */
   sdp: string;
+  /**
+   * A SIP URI to call at its own host instead of `toNumber` at the trunk (a transfer to a PBX
+   * extension or a desk phone, docs/scripts.md "Transfer"). An addition to the agreed interface.
+   */
+  toUri?: string;
   onProgress?: (status: number, reason: string) => void;
   /** Abort = CANCEL. */
   signal?: AbortSignal;
@@ -111,6 +121,7 @@ interface DialogState {
   ended: boolean;
   endedListeners: Set<(by: 'remote_bye') => void>;
   infoListeners: Set<(contentType: string, body: string) => void>;
+  notifyListeners: Set<(notify: { event: string; subscriptionState: string; body: string }) => void>;
   /** UAC: the ACK of the 2xx, repeated for each of its retransmissions. */
   ack?: SipRequest;
   /** An INVITE of theirs whose 2xx awaits its ACK (the initial one as UAS, or a re-INVITE). */
@@ -222,12 +233,14 @@ export class SipTrunkAgent {
     if (this.closing) return Promise.resolve({ kind: 'failed', status: 0, reason: 'trunk unreachable: the SIP agent is shutting down' });
     if (req.signal?.aborted) return Promise.resolve({ kind: 'cancelled' });
     const trunk = this.settings.trunk;
-    const peer = this.trunkPeer();
+    const direct = req.toUri ? peerOfUri(req.toUri, trunk.transport) : undefined;
+    if (req.toUri && !direct) return Promise.resolve({ kind: 'failed', status: 0, reason: `not a SIP URI: ${req.toUri}` });
+    const peer = direct ?? this.trunkPeer();
     const transportParam = trunk.transport === 'tcp' ? ';transport=tcp' : '';
-    const requestUri = `sip:${encodeUser(req.toNumber)}@${hostText(trunk.host)}${trunk.port === 5060 ? '' : `:${trunk.port}`}${transportParam}`;
+    const requestUri = req.toUri ?? `sip:${encodeUser(req.toNumber)}@${hostText(trunk.host)}${trunk.port === 5060 ? '' : `:${trunk.port}`}${transportParam}`;
     const localTag = newTag();
     const from = `<sip:${encodeUser(req.fromNumber)}@${hostText(this.settings.publicAddress.host)}>;tag=${localTag}`;
-    const to = `<sip:${encodeUser(req.toNumber)}@${hostText(trunk.host)}>`;
+    const to = req.toUri ? `<${req.toUri}>` : `<sip:${encodeUser(req.toNumber)}@${hostText(trunk.host)}>`;
     const log = this.options.logger.child({ sipCallId: req.callId });
     let cseq = 1;
 
@@ -280,13 +293,13 @@ export class SipTrunkAgent {
           method: 'INVITE',
           uri: requestUri,
           headers: [
-            { name: 'Via', value: this.via(trunk.transport) },
+            { name: 'Via', value: this.via(peer.transport) },
             { name: 'Max-Forwards', value: '70' },
             { name: 'From', value: from },
             { name: 'To', value: to },
             { name: 'Call-ID', value: req.callId },
             { name: 'CSeq', value: `${cseq++} INVITE` },
-            { name: 'Contact', value: this.contact(req.fromNumber, trunk.transport) },
+            { name: 'Contact', value: this.contact(req.fromNumber, peer.transport) },
             { name: 'Allow', value: ALLOW },
             { name: 'User-Agent', value: this.options.userAgent ?? 'voice-agent-media-edge' },
             ...authHeaders,
@@ -316,7 +329,7 @@ export class SipTrunkAgent {
         if (outcome.kind !== 'response') {
           if (settled) return;
           if (cancelRequested) return finish({ kind: 'cancelled' });
-          const where = `${trunk.host}:${trunk.port} over ${trunk.transport}`;
+          const where = `${peer.address}:${peer.port} over ${peer.transport}`;
           const reason =
             outcome.kind === 'timeout'
               ? `trunk unreachable: no response from ${where} in ${(64 * this.timers.t1Ms) / 1000} s`
@@ -326,7 +339,7 @@ export class SipTrunkAgent {
         }
         const response = outcome.response;
         if (response.status < 300) {
-          const dialog = this.uacDialog(invite, response, req.sdp, log);
+          const dialog = this.uacDialog(invite, response, req.sdp, log, peer);
           if (settled || cancelRequested) {
             // The 200 crossed the CANCEL: the call was answered, so it is hung up.
             log.info('200 OK crossed the CANCEL: BYE');
@@ -347,13 +360,13 @@ export class SipTrunkAgent {
         finish({ kind: 'failed', status: response.status, reason: `${response.status} ${response.reason}`.trim() });
       };
 
-      log.info({ to: req.toNumber, trunk: `${trunk.host}:${trunk.port}` }, 'INVITE to the trunk');
+      log.info({ to: req.toUri ?? req.toNumber, peer: `${peer.address}:${peer.port}` }, req.toUri ? 'INVITE to a SIP URI' : 'INVITE to the trunk');
       attempt([]);
     });
   }
 
   /** The dialog a 2xx to our INVITE makes, with its ACK sent (§13.2.2.4). */
-  private uacDialog(invite: SipRequest, response: SipResponse, localSdp: string, log: Logger): DialogState {
+  private uacDialog(invite: SipRequest, response: SipResponse, localSdp: string, log: Logger, sentTo: SipPeer): DialogState {
     const callId = getHeader(invite, 'Call-ID')!;
     const localTag = tagOf(getHeader(invite, 'From'))!;
     const key = dialogKey(callId, localTag);
@@ -371,7 +384,7 @@ export class SipTrunkAgent {
       routeSet,
       localCSeq: parseCSeq(getHeader(invite, 'CSeq')!)!.seq,
       localSdp,
-      fallback: this.trunkPeer(),
+      fallback: sentTo,
       log,
     });
     dialog.ack = this.inDialogRequest(dialog, 'ACK', dialog.localCSeq);
@@ -417,6 +430,7 @@ export class SipTrunkAgent {
       ended: false,
       endedListeners: new Set(),
       infoListeners: new Set(),
+      notifyListeners: new Set(),
       log: init.log,
       handle: undefined as unknown as SipDialog,
     };
@@ -431,6 +445,10 @@ export class SipTrunkAgent {
       onInfo: (listener) => {
         dialog.infoListeners.add(listener);
         return () => dialog.infoListeners.delete(listener);
+      },
+      onNotify: (listener) => {
+        dialog.notifyListeners.add(listener);
+        return () => dialog.notifyListeners.delete(listener);
       },
     };
     this.dialogs.set(dialogKey(init.callId, init.localTag), dialog);
@@ -698,11 +716,14 @@ export class SipTrunkAgent {
         for (const listener of dialog.infoListeners) safely(() => listener(contentType, request.body), dialog.log);
         return;
       }
-      case 'NOTIFY':
-        // The progress of a REFER of ours (a message/sipfrag status line): logged only.
+      case 'NOTIFY': {
+        // The progress of a REFER of ours (a message/sipfrag status line): the transfer reads it.
         tx.respond(200);
-        dialog.log.info({ event: getHeader(request, 'Event'), progress: request.body.split('\r\n')[0] }, 'NOTIFY');
+        const notify = { event: getHeader(request, 'Event') ?? '', subscriptionState: getHeader(request, 'Subscription-State') ?? '', body: request.body };
+        dialog.log.info({ event: notify.event, progress: request.body.split(/\r?\n/)[0] }, 'NOTIFY');
+        for (const listener of dialog.notifyListeners) safely(() => listener(notify), dialog.log);
         return;
+      }
       default:
         tx.respond(405, { headers: [{ name: 'Allow', value: ALLOW }] });
     }

@@ -21,6 +21,7 @@
  *
  * No Temporal here: activities wrap these calls. One speak and one listen at a time.
  */
+import { context, type Context } from '@opentelemetry/api';
 import { FRAME_MS, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../media/channel.js';
 import { Endpointer, type EndpointerSettings, type EndpointEvent, type SpeechEndpointer } from '../audio/endpointing.js';
 import { dbfs } from '../audio/level.js';
@@ -29,6 +30,7 @@ import { impliedDigitCount, isCompleteAnswer } from './answerCompleteness.js';
 import { DEFAULT_DIGIT_TIMEOUT_MS, DigitEntry } from './digitEntry.js';
 import { ECHO_MARGIN_DB, EchoGate } from './echoGate.js';
 import { abortReason, PendingAnswer, type ListenResult } from './pendingAnswer.js';
+import { recordTurnSpans } from './turnSpans.js';
 import { turnLatency } from '../../metrics/edgeMetrics.js';
 
 export type { ListenResult } from './pendingAnswer.js';
@@ -45,10 +47,14 @@ export interface SpeakResult {
   firstFrameAt?: number;
 }
 
-/** One turn: the caller stopped speaking, then the agent's next audio started. */
+/** One turn: the caller stopped speaking, then the agent's next audio started (each part a span: turnSpans.ts). */
 export interface TurnLatency {
   speechEndedAt: number;
+  /** The endpointer decided the speech had ended. */
+  endDetectedAt: number;
   recognisedAt: number;
+  /** The reply was asked of the engine (the call workflow's step was done). */
+  replyRequestedAt: number;
   firstFrameAt: number;
   /** speech end → first frame of the agent's next audio */
   turnMs: number;
@@ -106,7 +112,7 @@ export class ConversationEngine {
   private closeReason: ChannelCloseReason | undefined;
   private readonly closeListeners = new Set<(reason: ChannelCloseReason) => void>();
   /** The last utterance heard, until the agent's next audio starts. */
-  private lastUtterance: { speechEndedAt: number; recognisedAt: number } | undefined;
+  private lastUtterance: { speechEndedAt: number; endDetectedAt: number; recognisedAt: number; heardIn: Context; keyed?: boolean } | undefined;
   private readonly turns: TurnLatency[] = [];
   private readonly digitTimeoutMs: number;
 
@@ -142,6 +148,9 @@ export class ConversationEngine {
     const { bargeIn = false, bargeInOnDigit = false, signal } = options;
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
+    const requestedAt = this.now();
+    // The caller's context (the activity's span): the turn this line answers links to it.
+    const repliedIn = context.active();
     const stop = new AbortController();
     let interrupted = false;
     let playedFrames = 0;
@@ -159,7 +168,7 @@ export class ConversationEngine {
       playedFrames++;
       if (firstFrameAt === undefined) {
         firstFrameAt = this.now();
-        this.recordTurn(firstFrameAt);
+        this.recordTurn(firstFrameAt, requestedAt, repliedIn);
       }
     });
     const unsubscribeSpeech = bargeIn ? this.onSpeech((event) => event.type === 'speech_start' && halt()) : () => undefined;
@@ -229,9 +238,10 @@ export class ConversationEngine {
   /** The spoken answer or the keyed one, whichever the caller gives first; rejects when the call ends or `signal` aborts. */
   private async firstAnswer(spoken: PendingAnswer | undefined, keyed: DigitEntry, signal: AbortSignal | undefined): Promise<ListenResult> {
     const never = new Promise<never>(() => undefined);
+    const heardIn = context.active();
     const fromKeys = keyed.result.then((entry): ListenResult => {
       if (entry.kind === 'silence') return entry;
-      this.lastUtterance = { speechEndedAt: entry.endedAt, recognisedAt: entry.endedAt };
+      this.lastUtterance = { speechEndedAt: entry.endedAt, endDetectedAt: entry.endedAt, recognisedAt: entry.endedAt, heardIn, keyed: true };
       return { kind: 'utterance', text: entry.digits, speechEndedAt: entry.endedAt, recognisedAt: entry.endedAt, recognitionMs: 0, keyed: true };
     });
     // The first key cancels the spoken answer: its rejection then is no answer, the keys are.
@@ -274,6 +284,8 @@ export class ConversationEngine {
   private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined, digits: number | undefined): PendingAnswer {
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
+    // The caller's context (the ask activity's span): the parent of the turn this answer starts.
+    const heardIn = context.active();
     const answer: PendingAnswer = new PendingAnswer({
       recognizer: this.recognizer,
       hint,
@@ -283,7 +295,7 @@ export class ConversationEngine {
       onPartial: (text) => {
         if (this.speaking && hint && isCompleteAnswer(hint.expect, text, digits)) this.endpointer.answerComplete = true;
       },
-      onUtterance: (heard) => (this.lastUtterance = heard),
+      onUtterance: (heard) => (this.lastUtterance = { ...heard, heardIn }),
       onDone: () => this.answers.delete(answer),
     });
     this.answers.add(answer);
@@ -390,11 +402,13 @@ export class ConversationEngine {
     if (this.closeReason) throw new ChannelClosedError(this.closeReason);
   }
 
-  private recordTurn(firstFrameAt: number): void {
+  private recordTurn(firstFrameAt: number, replyRequestedAt: number, repliedIn: Context): void {
     const heard = this.lastUtterance;
     if (!heard) return;
     this.lastUtterance = undefined;
-    this.turns.push({ ...heard, firstFrameAt, turnMs: firstFrameAt - heard.speechEndedAt });
+    const { heardIn, keyed, ...instants } = heard;
+    this.turns.push({ ...instants, replyRequestedAt, firstFrameAt, turnMs: firstFrameAt - heard.speechEndedAt });
     turnLatency.observe((firstFrameAt - heard.speechEndedAt) / 1000);
+    recordTurnSpans({ ...instants, replyRequestedAt, firstFrameAt }, { heardIn, repliedIn, keyed });
   }
 }

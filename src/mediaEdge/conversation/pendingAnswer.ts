@@ -34,7 +34,8 @@ export interface PendingAnswerOptions {
   signal: AbortSignal | undefined;
   /** The utterance so far, when the caller is already speaking. */
   speechSoFar: readonly PcmFrame[] | undefined;
-  onUtterance: (heard: { speechEndedAt: number; recognisedAt: number }) => void;
+  /** `endDetectedAt`: when the endpointer decided the speech had ended (its hangover after `speechEndedAt`). */
+  onUtterance: (heard: { speechEndedAt: number; endDetectedAt: number; recognisedAt: number }) => void;
   /** The recogniser's text so far, while the caller speaks (recognisers that can tell before the end). */
   onPartial?: (text: string) => void;
   onDone: () => void;
@@ -77,7 +78,7 @@ export class PendingAnswer {
     if (event.type === 'speech_start' && this.state === 'waiting') this.startHearing(utterance);
     else if (event.type === 'speech_end' && this.state === 'hearing') {
       this.state = 'recognising';
-      void this.recognise(event.at);
+      void this.recognise(event.at, event.detectedAt);
     }
   }
 
@@ -101,7 +102,7 @@ export class PendingAnswer {
     for (const frame of utterance) this.session.write(frame);
   }
 
-  private async recognise(speechEndedAt: number): Promise<void> {
+  private async recognise(speechEndedAt: number, endDetectedAt: number): Promise<void> {
     let text: string;
     try {
       text = (await this.session.finish()).text.trim();
@@ -116,7 +117,7 @@ export class PendingAnswer {
     if (text) {
       const recognisedAt = this.options.now();
       this.settle();
-      this.options.onUtterance({ speechEndedAt, recognisedAt });
+      this.options.onUtterance({ speechEndedAt, endDetectedAt, recognisedAt });
       this.resolve({ kind: 'utterance', text, speechEndedAt, recognisedAt, recognitionMs: recognisedAt - speechEndedAt });
       return;
     }

@@ -28,6 +28,8 @@ export interface BaresipAccount {
   answer?: 'auto' | 'manual';
   /** Digest credentials it answers challenges with. */
   auth?: { user: string; password: string };
+  /** This account's microphone, instead of the phone's `audioFile` (baresip's per-account audio_source). */
+  audioFile?: string;
 }
 
 export interface BaresipPhoneOptions {
@@ -135,7 +137,10 @@ export class BaresipPhone {
     writeFileSync(
       path.join(dir, 'accounts'),
       options.accounts
-        .map((a) => `<sip:${a.number}@127.0.0.1:${sipPort}>;regint=0;answermode=${a.answer ?? 'auto'};audio_codecs=PCMU,PCMA;ptime=20${a.auth ? `;auth_user=${a.auth.user};auth_pass=${a.auth.password}` : ''}\n`)
+        .map(
+          (a) =>
+            `<sip:${a.number}@127.0.0.1:${sipPort}>;regint=0;answermode=${a.answer ?? 'auto'};audio_codecs=PCMU,PCMA;ptime=20${a.auth ? `;auth_user=${a.auth.user};auth_pass=${a.auth.password}` : ''}${a.audioFile ? `;audio_source=aufile,${a.audioFile}` : ''}\n`,
+        )
         .join(''),
     );
     const blocked = options.busy ? ['sip:*@*'] : (options.busyFor ?? []);

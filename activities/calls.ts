@@ -33,6 +33,7 @@ import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
 import { markCallStarted } from '../src/services/callAdmission.js';
 import { callAnalysisDuration, countCallEnded } from '../src/metrics/callMetrics.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
+import { claimProviderDial } from './dialClaim.js';
 import { dialInTokenSlot, pacingKey, waitForDialToken } from './dialing.js';
 import type { ActivityDeps } from './index.js';
 
@@ -87,6 +88,8 @@ export function createCallActivities(deps: ActivityDeps) {
     }
     if (key && tokenAt !== undefined) await dialInTokenSlot(deps, key, tokenAt);
     const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
+    // Last before the dial: a retry after this worker dies mid-dial must not dial again.
+    await claimProviderDial(deps.pool, id, provider.name);
     const placed = await provider.placeCall({
       callId: context.call.id,
       teamId: context.call.team_id,

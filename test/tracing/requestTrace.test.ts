@@ -138,9 +138,11 @@ test('the recorded workflow histories replay with the tracing interceptors in th
       .map((file) => ({ workflowId: file, history: History.decode(readFileSync(path.join(WORKFLOWS_TESTS, dir, file))) })),
   );
   assert.ok(histories.length >= 15, `recorded histories: ${histories.length}`);
+  const bundle = await workflowBundle();
+  assert.match(bundle.code, /interceptors-opentelemetry/, 'the bundle holds the workflow interceptors');
   // One replay worker for them all.
   const failed: string[] = [];
-  for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), ...tracedWorkerOptions() }, histories)) {
+  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, ...tracedWorkerOptions() }, histories)) {
     if (result.error) failed.push(`${result.workflowId}: ${result.error.message}`);
   }
   assert.deepEqual(failed, []);

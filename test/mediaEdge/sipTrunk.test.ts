@@ -770,4 +770,29 @@ describe('SIP trunk agent: hostile input', { timeout: 60_000 }, () => {
     assert.equal(agent.stats.refusedTcpConnections, 1);
     for (const s of sockets) s.destroy();
   });
+
+  test('UDP: a flood of distinct requests from one source is cut at SIP_SOURCE_REQUESTS_PER_SECOND (the rest dropped and counted); the trunk’s own address is exempt', async () => {
+    const burst = async (allowedSources: string[]) => {
+      const flooder = await RawPeer.open();
+      const limited = await startAgent(flooder.port, { allowedSources, sourceRequestsPerSecond: 5 });
+      try {
+        for (let i = 0; i < 20; i++) {
+          await flooder.send(rawRequest({ method: 'OPTIONS', uri: `sip:127.0.0.1:${limited.port}`, branch: `z9hG4bKflood${i}`, callId: `flood-${i}@test`, cseq: 1, fromTag: 'f', port: flooder.port }), limited.port);
+        }
+        // Every request is either answered (200 from the trunk's address, else 403) or counted as dropped.
+        const deadline = Date.now() + 5000;
+        while (flooder.all(/^SIP\/2\.0 (200|403) /).length + limited.stats.rateLimited < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        return { answered: flooder.all(/^SIP\/2\.0 (200|403) /).length, dropped: limited.stats.rateLimited };
+      } finally {
+        await limited.close();
+        flooder.close();
+      }
+    };
+    // Not the trunk: 5 a second are answered (403: not an allowed source); a burst that straddles two seconds gets 10 at most.
+    const stranger = await burst(['192.0.2.1']);
+    assert.equal(stranger.answered + stranger.dropped, 20, JSON.stringify(stranger));
+    assert.ok(stranger.answered >= 5 && stranger.answered <= 10, JSON.stringify(stranger));
+    // The trunk's own address: every request answered, none dropped.
+    assert.deepEqual(await burst(['127.0.0.1']), { answered: 20, dropped: 0 });
+  });
 });

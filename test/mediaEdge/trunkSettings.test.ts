@@ -59,6 +59,9 @@ describe('SIP trunk settings', () => {
     [{ SIP_TRUNK_ALLOWED_SOURCES: '10.0.0.0/8,carrier.example' }, 'SIP_TRUNK_ALLOWED_SOURCES', /carrier\.example/],
     [{ SIP_TRUNK_ALLOWED_SOURCES: '10.0.0.0/33' }, 'SIP_TRUNK_ALLOWED_SOURCES', /CIDR/],
     [{ SIP_TRUNK_USERNAME: 'alice' }, 'SIP_TRUNK_PASSWORD', /together/],
+    [{ SIP_SOURCE_REQUESTS_PER_SECOND: '0' }, 'SIP_SOURCE_REQUESTS_PER_SECOND', /1 to 100000/],
+    [{ SIP_SOURCE_REQUESTS_PER_SECOND: '2.5' }, 'SIP_SOURCE_REQUESTS_PER_SECOND', /whole number/],
+    [{ SIP_SOURCE_REQUESTS_PER_SECOND: 'lots' }, 'SIP_SOURCE_REQUESTS_PER_SECOND', /whole number/],
   ];
   for (const [env, variable, detail] of bad) {
     test(`${JSON.stringify(env)} fails naming ${variable}`, () => {
@@ -68,6 +71,11 @@ describe('SIP trunk settings', () => {
       );
     });
   }
+
+  test('SIP_SOURCE_REQUESTS_PER_SECOND is read when set (the default, 20, applies in the agent otherwise)', () => {
+    assert.equal(parseTrunkSettings({ SIP_TRUNK_URI: 'sip:carrier.example', SIP_SOURCE_REQUESTS_PER_SECOND: '50' })?.sourceRequestsPerSecond, 50);
+    assert.equal(parseTrunkSettings({ SIP_TRUNK_URI: 'sip:carrier.example' })?.sourceRequestsPerSecond, undefined);
+  });
 
   test("the media edge's config fails at start-up on a bad trunk setting, naming it", () => {
     assert.throws(

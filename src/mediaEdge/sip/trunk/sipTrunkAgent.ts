@@ -24,7 +24,7 @@ import {
 } from '../message.js';
 import { DEFAULT_SIP_TIMERS, newBranch, requestAlongInvite, TransactionLayer, type ClientOutcome, type ServerTransaction, type SipTimers } from './transactions.js';
 import { SipTransport, type SipPeer, type SipTransportOptions, type SipTransportStats } from './transport.js';
-import { allowedSourcesOf, type TrunkSettings } from './trunkSettings.js';
+import { allowedSourcesOf, DEFAULT_SOURCE_REQUESTS_PER_SECOND, type TrunkSettings } from './trunkSettings.js';
 
 export interface SipDialog {
   /** The SIP Call-ID. */
@@ -101,6 +101,12 @@ export interface SipTrunkAgentStats extends SipTransportStats {
 }
 
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, REFER, NOTIFY, UPDATE';
+
+/** Whether `address` is in `list` (an IPv4-mapped IPv6 address checked as the IPv4 one). */
+function checkAddress(list: BlockList, address: string): boolean {
+  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+  return list.check(address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1'), address.startsWith('::ffff:') ? 'ipv4' : family);
+}
 const newTag = (): string => randomBytes(8).toString('hex');
 const hostText = (host: string): string => (host.includes(':') ? `[${host}]` : host);
 
@@ -158,6 +164,10 @@ export class SipTrunkAgent {
     const { list, described } = await allowedSourcesOf(options.settings);
     let agent: SipTrunkAgent | undefined;
     const transport = await SipTransport.start({
+      // A flood of distinct requests from one source (each holding a transaction for 64×T1) is
+      // cut at the source's rate; the trunk's own addresses are exempt.
+      maxUdpRequestsPerSourcePerSecond: options.settings.sourceRequestsPerSecond ?? DEFAULT_SOURCE_REQUESTS_PER_SECOND,
+      rateLimitExempt: (address) => checkAddress(list, address),
       ...options.transport,
       host: options.settings.listen.host,
       port: options.settings.listen.port,
@@ -545,8 +555,7 @@ export class SipTrunkAgent {
   }
 
   private sourceAllowed(address: string): boolean {
-    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-    return this.allowed.check(address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1'), address.startsWith('::ffff:') ? 'ipv4' : family);
+    return checkAddress(this.allowed, address);
   }
 
   private onInvite(invite: SipRequest, tx: ServerTransaction): void {

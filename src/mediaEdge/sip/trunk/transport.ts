@@ -49,6 +49,13 @@ export interface SipTransportOptions {
   tcpIdleMs?: number;
   /** How long a TCP connect may take (default 5 s). */
   tcpConnectTimeoutMs?: number;
+  /**
+   * UDP requests one source address may send per second (SIP_SOURCE_REQUESTS_PER_SECOND);
+   * more are dropped unanswered and counted. Undefined: no limit.
+   */
+  maxUdpRequestsPerSourcePerSecond?: number;
+  /** Sources the limit does not apply to (the trunk's own addresses). */
+  rateLimitExempt?: (address: string) => boolean;
 }
 
 /** What the transport refused, by kind (the counters docs/telephony.md lists). */
@@ -63,6 +70,8 @@ export interface SipTransportStats {
   refusedTcpConnections: number;
   /** TCP connections closed for broken framing (no Content-Length, a header section past the cap). */
   closedTcpConnections: number;
+  /** UDP requests dropped unanswered: their source was past its requests per second. */
+  rateLimited: number;
 }
 
 export class SipTransportError extends Error {
@@ -90,7 +99,7 @@ interface TcpConnection {
 const CRLF2 = Buffer.from('\r\n\r\n');
 
 export class SipTransport {
-  readonly stats: SipTransportStats = { answeredMalformed: 0, answeredTooLarge: 0, dropped: 0, refusedTcpConnections: 0, closedTcpConnections: 0 };
+  readonly stats: SipTransportStats = { answeredMalformed: 0, answeredTooLarge: 0, dropped: 0, refusedTcpConnections: 0, closedTcpConnections: 0, rateLimited: 0 };
   private readonly connections = new Map<number, TcpConnection>();
   /** Open connections by the far end's address:port (the latest wins). */
   private readonly connectionsByPeer = new Map<string, TcpConnection>();
@@ -99,6 +108,9 @@ export class SipTransport {
   private readonly limits: SipMessageLimits;
   private nextConnectionId = 1;
   private closed = false;
+  /** UDP requests per source address in the current one-second window (cleared each window, so it holds only this second's sources). */
+  private readonly requestsThisSecond = new Map<string, number>();
+  private rateWindowStart = 0;
 
   private constructor(
     private readonly options: SipTransportOptions,
@@ -180,7 +192,32 @@ export class SipTransport {
     if (this.closed) return;
     // A CRLF keep-alive (RFC 5626 §4.4.1) is no message.
     if (data.length <= 4 && /^[\r\n]*$/.test(data.toString('latin1'))) return;
+    if (this.overRequestRate(data, from.address)) {
+      this.stats.rateLimited++;
+      return;
+    }
     this.deliver(data, from, data.length > this.maxMessageBytes);
+  }
+
+  /**
+   * Whether a datagram is a request past its source's rate. Checked before parsing: a flood of
+   * distinct requests would otherwise each cost a parse and hold a transaction for 64×T1.
+   * Responses (to our own requests) are never limited; dropping rather than answering 503
+   * sends nothing back to a possibly forged source, and a real client retransmits.
+   */
+  private overRequestRate(data: Buffer, address: string): boolean {
+    const limit = this.options.maxUdpRequestsPerSourcePerSecond;
+    if (limit === undefined || data.subarray(0, 8).toString('latin1') === 'SIP/2.0 ') return false;
+    const now = performance.now();
+    if (now - this.rateWindowStart >= 1000) {
+      this.rateWindowStart = now;
+      this.requestsThisSecond.clear();
+    }
+    const count = (this.requestsThisSecond.get(address) ?? 0) + 1;
+    this.requestsThisSecond.set(address, count);
+    if (count <= limit || this.options.rateLimitExempt?.(address)) return false;
+    if (count === limit + 1) this.options.logger.warn({ address, limit }, 'SIP requests over UDP past the per-source rate: dropping the rest of this second');
+    return true;
   }
 
   // ------------------------------------------------------------------ TCP

@@ -27,7 +27,15 @@ export interface TrunkSettings {
   rtpPortRange: { min: number; max: number };
   /** CIDRs that may send INVITEs; undefined: the addresses SIP_TRUNK_URI's host resolves to at start-up. */
   allowedSources?: string[];
+  /**
+   * SIP_SOURCE_REQUESTS_PER_SECOND: requests one source address may send over UDP per second,
+   * the allowed sources exempt; undefined: DEFAULT_SOURCE_REQUESTS_PER_SECOND.
+   */
+  sourceRequestsPerSecond?: number;
 }
+
+/** Default of SIP_SOURCE_REQUESTS_PER_SECOND: far above what a phone or a monitor sends, far below a flood. */
+export const DEFAULT_SOURCE_REQUESTS_PER_SECOND = 20;
 
 const TRUNK_URI = /^sips?:(?:[^@;]+@)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?((?:;[^;]*)*)$/;
 
@@ -96,6 +104,7 @@ const schema = z.object({
   SIP_PUBLIC_ADDRESS: optionalText,
   RTP_PORT_RANGE: z.string().default('40000-40999'),
   SIP_TRUNK_ALLOWED_SOURCES: optionalText,
+  SIP_SOURCE_REQUESTS_PER_SECOND: optionalText,
 });
 
 export const TRUNK_SETTING_NAMES = Object.keys(schema.shape) as (keyof z.infer<typeof schema>)[];
@@ -124,6 +133,13 @@ export function parseTrunkSettings(env: NodeJS.ProcessEnv = process.env): TrunkS
     const bad = allowedSources.find((cidr) => !validCidr(cidr));
     if (bad !== undefined) fail('SIP_TRUNK_ALLOWED_SOURCES', `has ${JSON.stringify(bad)}, which is not an IP address or CIDR (a.b.c.d/n)`);
   }
+  let sourceRequestsPerSecond: number | undefined;
+  if (raw.SIP_SOURCE_REQUESTS_PER_SECOND !== undefined) {
+    sourceRequestsPerSecond = Number(raw.SIP_SOURCE_REQUESTS_PER_SECOND);
+    if (!/^\d+$/.test(raw.SIP_SOURCE_REQUESTS_PER_SECOND) || sourceRequestsPerSecond < 1 || sourceRequestsPerSecond > 100_000) {
+      fail('SIP_SOURCE_REQUESTS_PER_SECOND', 'must be a whole number from 1 to 100000');
+    }
+  }
   if ((raw.SIP_TRUNK_USERNAME === undefined) !== (raw.SIP_TRUNK_PASSWORD === undefined)) {
     fail(raw.SIP_TRUNK_USERNAME === undefined ? 'SIP_TRUNK_USERNAME' : 'SIP_TRUNK_PASSWORD', 'must be set together with the other of SIP_TRUNK_USERNAME and SIP_TRUNK_PASSWORD');
   }
@@ -138,6 +154,7 @@ export function parseTrunkSettings(env: NodeJS.ProcessEnv = process.env): TrunkS
     publicAddress,
     rtpPortRange,
     ...(allowedSources ? { allowedSources } : {}),
+    ...(sourceRequestsPerSecond !== undefined ? { sourceRequestsPerSecond } : {}),
   };
 }
 

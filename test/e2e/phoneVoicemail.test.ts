@@ -1,4 +1,3 @@
-// test-runner: alone (a real-time call through baresip; the greeting and its beep are timed audio)
 // Voicemail on an outbound phone call through the whole stack, in real time, with a real
 // telephone (docs/telephony.md, "Voicemail detection"): create-phone-call over HTTP
 // (VOICE_PROVIDER=sip), the real API and call worker, a Temporal dev server, and the real media
@@ -7,6 +6,8 @@
 // with sox, then silence (and it records what it hears). The edge screens the answer, takes it
 // for a machine, waits for the beep to end, says the script's voicemail message and hangs up.
 // A second account of the same phone answers as a person ("Hello?", then silence): the script runs.
+// It runs in a lane: what it asserts is placed in the audio's own time (where the beep ends,
+// where the agent's voice begins in baresip's recording), not in wall-clock time.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -16,12 +16,13 @@ import { createLogger } from '../../src/logging/logger.js';
 import { loadMediaEdgeConfig, startConfiguredMediaEdge, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { servePartMetrics, type MetricsServer } from '../../src/metrics/server.js';
 import { watchDatabase } from '../../src/metrics/workerMetrics.js';
-import { installTemporalRuntime } from '../../src/temporal/worker.js';
+import { createWebhookWorker, installTemporalRuntime } from '../../src/temporal/worker.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
 import { parseExposition, sampleSum, scrape, seriesNames, type Exposition } from '../support/prometheusText.js';
 import { SipTestClient } from '../support/sipClient.js';
 import { createLocalEnv } from '../support/temporal.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhookReceiver.js';
 
 /** The families of issue 26, "Metrics", by the process part that serves them. */
 const API_FAMILIES = [
@@ -63,6 +64,9 @@ let env: TestWorkflowEnvironment;
 let app: TestApi;
 let worker: Worker;
 let running: Promise<void>;
+let webhookWorker: Worker;
+let webhooksRunning: Promise<void>;
+let receiver: WebhookReceiver;
 let edge: MediaEdge;
 let temporalMetricsUrl: string;
 const listeners: Record<'api' | 'worker' | 'mediaEdge', MetricsServer> = {} as never;
@@ -92,11 +96,16 @@ before(async () => {
     API_METRICS_PORT: '0',
     WORKER_METRICS_PORT: '0',
     MEDIA_EDGE_METRICS_PORT: '0',
+    // The event webhook receiver is on this machine.
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   } as const;
   app = await startTestApi({ temporal: env.client, config: settings });
   const config = callTestConfig(settings);
   worker = await createCallWorker(env, app.pool, config);
   running = worker.run();
+  webhookWorker = await createWebhookWorker({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: QUEUE, deps: { config, pool: app.pool, logger: createLogger('silent'), temporal: env.client } });
+  webhooksRunning = webhookWorker.run();
+  receiver = await startWebhookReceiver(200);
   edge = await startConfiguredMediaEdge(loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: settings.MEDIA_EDGE_WS_URL, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }), createLogger('silent'));
   const logger = createLogger('silent');
   watchDatabase(app.pool);
@@ -113,7 +122,10 @@ after(async () => {
   for (const server of Object.values(listeners)) await server?.close();
   await edge?.close();
   worker?.shutdown();
+  webhookWorker?.shutdown();
   await running;
+  await webhooksRunning;
+  await receiver?.close();
   await app?.close();
   await env?.teardown();
 });
@@ -172,7 +184,7 @@ test('the API /metrics counts requests by route template, rate-limit rejections 
   assert.ok(!now.samples.some((s) => Object.values(s.labels).some((v) => v.includes(callId))), 'a call id in a label');
 });
 
-test('the worker /metrics counts calls ended, their start lateness and analysis, and shows slots in use and calls waiting per team', async () => {
+test('the worker /metrics counts calls ended, their start lateness and analysis, event webhook attempts, and shows slots in use and calls waiting per team', async () => {
   const before = await scrape(listeners.worker.url);
   assertFamilies(before, [...WORKER_STATE_FAMILIES, ...CALL_FAMILIES], 'the worker');
   assertFamilies(before, ['voice_agent_batch_contacts'], 'the worker');
@@ -181,9 +193,12 @@ test('the worker /metrics counts calls ended, their start lateness and analysis,
     ['calling', 'done', 'pending', 'skipped'],
   );
 
+  const endpoint = await app.request('POST', '/api/v1/webhook-endpoints', { key: team.apiKey, body: { url: receiver.url } });
+  assert.equal(endpoint.status, 201, endpoint.text);
   const created = await createPhoneCall(team, '0101');
   assert.equal(created.status, 201, created.text);
   const ended = await waitForCall(app.pool, created.json.call_id, (c) => c.progress === 'done' && c.status !== 'in-progress', 60_000);
+  await receiver.waitFor((got) => got.some((r) => r.json?.type === 'call.ended'), 60_000, 'the call.ended event');
 
   // One slot, held by a web session; the team's phone call waits in line for it.
   const session = await app.request('POST', '/api/v1/create-web-session', { key: fullTeam.apiKey, body: { script_id: fullTeam.scriptId } });
@@ -197,6 +212,8 @@ test('the worker /metrics counts calls ended, their start lateness and analysis,
   assert.equal(delta('voice_agent_calls_ended_total', { status: ended.status, end_reason: ended.end_reason ?? 'none' }), 1);
   assert.ok(delta('voice_agent_call_start_lateness_seconds_count') >= 1);
   assert.equal(delta('voice_agent_call_analysis_duration_seconds_count'), 1);
+  assert.ok(delta('voice_agent_webhook_deliveries_total', { outcome: 'succeeded' }) >= 1, 'the events the receiver answered 200');
+  assert.equal(delta('voice_agent_webhook_delivery_latency_seconds_count'), delta('voice_agent_webhook_deliveries_total'));
   assert.equal(sampleSum(now, 'voice_agent_call_slots_in_use', { team_id: fullTeam.teamId }), 1, 'the web session holds the one slot');
   assert.equal(sampleSum(now, 'voice_agent_calls_waiting_for_slot', { team_id: fullTeam.teamId }), 1);
   assert.equal(sampleSum(now, 'voice_agent_calls_waiting_for_slot', { team_id: team.teamId }), 0, 'a team with none waiting is absent');

@@ -38,9 +38,9 @@ describe('whisper text and prompts', () => {
   });
 
   it('prompts with the phrases, and for constrained answers with the grammar words', () => {
-    assert.equal(whisperPrompt({ expect: 'free' }), undefined);
-    assert.equal(whisperPrompt({ expect: 'name', phrases: ['Jane Doe', ' John Smith '] }), 'Jane Doe, John Smith');
-    const yesNo = whisperPrompt({ expect: 'yes_no' })!;
+    assert.equal(whisperPrompt({ expect: 'free' }, 'grammar'), undefined);
+    assert.equal(whisperPrompt({ expect: 'name', phrases: ['Jane Doe', ' John Smith '] }, 'phrases'), 'Jane Doe, John Smith');
+    const yesNo = whisperPrompt({ expect: 'yes_no' }, 'grammar')!;
     assert.ok(yesNo.split(', ').includes('yes') && yesNo.split(', ').includes('no'), yesNo);
     assert.equal(whisperPrompt({ expect: 'yes_no' }, 'phrases'), undefined);
     assert.equal(whisperPrompt({ expect: 'digits', phrases: ['1234'] }, 'none'), undefined);
@@ -70,9 +70,12 @@ describe('whisper recognizer (real worker)', () => {
     assert.equal(extractAnswer(text, 'digits'), '5551234', text);
   });
 
-  it('hears a yes/no answer with the grammar words as its prompt', async () => {
-    const { text } = await session(recognizer, overTelephone(await spoken('Yes, that is correct.')), { expect: 'yes_no' }).finish();
-    assert.equal(extractAnswer(text, 'yes_no'), 'yes', text);
+  it('hears yes/no answers over the telephone band with the default prompt (the grammar words as a prompt wrote "no" as "know")', async () => {
+    const yes = await session(recognizer, overTelephone(await spoken('Yes, that is correct.')), { expect: 'yes_no' }).finish();
+    assert.equal(extractAnswer(yes.text, 'yes_no'), 'yes', yes.text);
+    const no = await session(recognizer, overTelephone(await spoken('No, that is wrong.')), { expect: 'yes_no' }).finish();
+    assert.equal(no.text, 'no that is wrong');
+    assert.equal(extractAnswer(no.text, 'yes_no'), 'no', no.text);
   });
 
   it('a date answer is read by the date reader', async () => {

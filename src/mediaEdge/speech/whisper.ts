@@ -44,6 +44,12 @@ const READY_TIMEOUT_MS = 120_000;
 
 /** How the hint becomes Whisper's initial prompt. */
 export type WhisperPromptMode = 'grammar' | 'phrases' | 'none';
+/**
+ * WHISPER_PROMPT's default: the phrases only. The grammar's word list as a prompt made
+ * telephone-band yes/no and dates worse ("no" written "know", or nothing), where the
+ * phrases win every name (docs/speech.md, "Recommendation per expect and band").
+ */
+export const WHISPER_DEFAULT_PROMPT: WhisperPromptMode = 'phrases';
 
 export interface WhisperOptions {
   /** The speech venv's python. */
@@ -53,8 +59,8 @@ export interface WhisperOptions {
   maxQueued?: number;
   threads?: number;
   /**
-   * `grammar` (default): the hint's phrases, and for constrained answers (yes_no, digits,
-   * number, date) the words of the grammar pocketsphinx would use; `phrases`: the hint's
+   * `grammar`: the hint's phrases, and for constrained answers (yes_no, digits, number,
+   * date) the words of the grammar pocketsphinx would use; `phrases` (default): the hint's
    * phrases only; `none`: no prompt.
    */
   prompt?: WhisperPromptMode;
@@ -71,7 +77,7 @@ export class WhisperWorkerError extends Error {
 }
 
 /** The initial prompt for a hint, or undefined. */
-export function whisperPrompt(hint: AnswerHint | undefined, mode: WhisperPromptMode = 'grammar'): string | undefined {
+export function whisperPrompt(hint: AnswerHint | undefined, mode: WhisperPromptMode): string | undefined {
   if (!hint || mode === 'none') return undefined;
   const phrases = (hint.phrases ?? []).map((p) => p.trim()).filter(Boolean);
   const constrained = hint.expect === 'yes_no' || hint.expect === 'digits' || hint.expect === 'number' || hint.expect === 'date';
@@ -387,7 +393,7 @@ export class WhisperRecognizer implements SpeechRecognizer {
     const threads = options.threads ?? WHISPER_DEFAULT_THREADS;
     const args = [options.script ?? WHISPER_WORKER_SCRIPT, '--threads', String(threads), ...(options.workerArgs ?? [])];
     this.pool = new WhisperPool(options.python, args, options.workers ?? WHISPER_DEFAULT_WORKERS, options.maxQueued ?? WHISPER_DEFAULT_MAX_QUEUED);
-    this.promptMode = options.prompt ?? 'grammar';
+    this.promptMode = options.prompt ?? WHISPER_DEFAULT_PROMPT;
   }
 
   /** Waits until every worker has loaded the model; rejects naming why one could not. */

@@ -13,6 +13,7 @@ import { readSpeechSettings, wholeNumber, type SettingFailure } from './speechSe
 import { SPEECH_VENV_DIR, speechVenvPython } from './speechVenv.js';
 import {
   WHISPER_DEFAULT_MAX_QUEUED,
+  WHISPER_DEFAULT_PROMPT,
   WHISPER_DEFAULT_THREADS,
   WHISPER_DEFAULT_WORKERS,
   WHISPER_WORKER_SCRIPT,
@@ -36,7 +37,7 @@ const schema = z.object({
   WHISPER_WORKERS: wholeNumber(1, 64).default(WHISPER_DEFAULT_WORKERS),
   WHISPER_MAX_QUEUED: wholeNumber(0, 1000).default(WHISPER_DEFAULT_MAX_QUEUED),
   WHISPER_THREADS: wholeNumber(1, 64).default(WHISPER_DEFAULT_THREADS),
-  WHISPER_PROMPT: z.enum(WHISPER_PROMPT_MODES, { message: `must be one of ${WHISPER_PROMPT_MODES.join(', ')}` }).default('grammar'),
+  WHISPER_PROMPT: z.enum(WHISPER_PROMPT_MODES, { message: `must be one of ${WHISPER_PROMPT_MODES.join(', ')}` }).default(WHISPER_DEFAULT_PROMPT),
 });
 
 function executable(file: string): boolean {

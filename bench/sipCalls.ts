@@ -42,8 +42,9 @@
 //
 // Per level of concurrent calls (default 1, 5, 10, then +5 while the target holds) it prints:
 //   - turn latency at the edge (the caller's speech end → the agent's first frame,
-//     ConversationEngine.turnLatencies) and at the phone (end of its sent speech → the first
-//     voiced packet of the agent's next line), p50/p95;
+//     ConversationEngine.turnLatencies: answers it made out) and at the phone (end of its sent
+//     speech → the first voiced packet of the agent's next line, a reprompt included), p50/p95,
+//     and the phone's "Hello?" → the agent's first line (the voicemail screening, then speech);
 //   - frame-pacing lateness of the calls' RTP clock: per tick, how long after it was due the
 //     tick's work (every call's frame) had finished, p50/p95/p99 (a skipped tick counts 100 ms);
 //   - the event loop's delay, the calls that did not complete, answers not made out;
@@ -499,6 +500,8 @@ async function speechCalls(): Promise<void> {
 
     // Warm-up, not counted: the JIT, the recogniser's worker and first runs, Festival's first lines.
     await runCalls(2);
+    // The baseline once the warm-up's trailing work (recordings, workflow completions) is done.
+    await sleep(5_000);
     const idleBefore = serviceCpuMs();
     const idleStart = performance.now();
     await sleep(5_000);
@@ -578,7 +581,8 @@ function reportSpeechLevel(r: SpeechLevelResult): void {
   out('');
   out(`${r.calls} concurrent call${r.calls === 1 ? '' : 's'} (${r.seconds.toFixed(0)} s, load ${r.load})`);
   out(`  turn latency, edge  (speech end → agent's first frame): p50 ${ms(p(r.edgeTurns, 0.5))}, p95 ${ms(p(r.edgeTurns, 0.95))}, max ${ms(Math.max(...r.edgeTurns))} over ${r.edgeTurns.length} turns`);
-  out(`  turn latency, phone (sent speech end → first voiced packet): p50 ${ms(p(r.phoneTurns, 0.5))}, p95 ${ms(p(r.phoneTurns, 0.95))}, max ${ms(Math.max(...r.phoneTurns))} over ${r.phoneTurns.length} turns (${r.answersGiven} answers given)`);
+  out(`  turn latency, phone (sent speech end → first voiced packet): p50 ${ms(p(r.phoneTurns, 0.5))}, p95 ${ms(p(r.phoneTurns, 0.95))}, max ${ms(Math.max(...r.phoneTurns))} over ${r.phoneTurns.length} turns`);
+  out(`  answers the phones gave: ${r.answersGiven}; made out by the edge (a timed turn each; the rest were reprompted): ${r.edgeTurns.length}`);
   out(`  the phone's "Hello?" → the agent's first line (screening verdict + synthesis): p50 ${ms(p(r.firstLines, 0.5))}, p95 ${ms(p(r.firstLines, 0.95))} over ${r.firstLines.length} calls`);
   out(`  RTP frame pacing lateness: p50 ${p(r.lateness, 0.5).toFixed(1)} ms, p95 ${p(r.lateness, 0.95).toFixed(1)} ms, p99 ${p(r.lateness, 0.99).toFixed(1)} ms over ${r.lateness.length} ticks; event loop delay p99 ${ms(r.loopDelay.p99)}, max ${ms(r.loopDelay.max)}`);
   if (r.notCompleted.length) out(`  calls not completed: ${r.notCompleted.length} (${[...new Set(r.notCompleted)].join('; ')})`);

@@ -5,7 +5,7 @@
 // the beep or the end of the greeting, a person is left to the script.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../../src/mediaEdge/media/channel.js';
+import { FRAME_MS, SAMPLE_RATE, type PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import {
   AnsweringMachineDetector,
@@ -17,7 +17,7 @@ import { CallScreener, screenAnsweredCall } from '../../src/mediaEdge/conversati
 import { ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
 import { beepStartMs, labelledLines, lineAudio } from '../../bench/voicemailSet.js';
-import { whiteNoise } from '../support/loopbackChannel.js';
+import { LoopbackChannel, whiteNoise } from '../support/loopbackChannel.js';
 import { spoken } from '../support/spokenAudio.js';
 import { overTelephone } from '../support/telephoneBand.js';
 
@@ -150,81 +150,13 @@ describe('accuracy on a slice of the labelled set', () => {
 
 /**
  * A channel that plays the callee's audio as fast as the test runs (one frame per
- * macrotask) and takes the agent's frames one per inbound frame, so the audio clock of
- * both sides is the frame count.
+ * macrotask), then silence, and takes the agent's frames one per inbound frame, so the
+ * audio clock of both sides is the frame count. With `hangUpAfterMs` the callee hangs up then.
  */
-class ScriptedChannel implements MediaChannel {
-  readonly closed: Promise<ChannelCloseReason>;
-  readonly sent: { frame: PcmFrame; atMs: number }[] = [];
-  heardMs = 0;
-  private settle!: (reason: ChannelCloseReason) => void;
-  private closeReason: ChannelCloseReason | undefined;
-  private readonly inbound = new Set<(frame: PcmFrame) => void>();
-  private readonly outbound = new Set<(frame: PcmFrame) => void>();
-  private queue: PcmFrame[] = [];
-  private drainWaiters: (() => void)[] = [];
-
-  constructor(
-    private readonly frames: PcmFrame[],
-    private readonly closeAfterMs?: number,
-  ) {
-    this.closed = new Promise((resolve) => (this.settle = resolve));
-    setImmediate(() => this.tick());
-  }
-
-  onInbound(listener: (frame: PcmFrame) => void): () => void {
-    this.inbound.add(listener);
-    return () => this.inbound.delete(listener);
-  }
-
-  onOutbound(listener: (frame: PcmFrame) => void): () => void {
-    this.outbound.add(listener);
-    return () => this.outbound.delete(listener);
-  }
-
-  enqueue(frame: PcmFrame): void {
-    if (!this.closeReason) this.queue.push(frame);
-  }
-
-  clear(): void {
-    this.queue = [];
-    this.resolveDrained();
-  }
-
-  drained(): Promise<void> {
-    if (this.queue.length === 0 || this.closeReason) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
-  }
-
-  close(reason: ChannelCloseReason): void {
-    if (this.closeReason) return;
-    this.closeReason = reason;
-    this.queue = [];
-    this.resolveDrained();
-    this.settle(reason);
-  }
-
-  private tick(): void {
-    if (this.closeReason) return;
-    if (this.closeAfterMs !== undefined && this.heardMs >= this.closeAfterMs) {
-      this.close('remote_hangup');
-      return;
-    }
-    const frame = this.frames.shift() ?? new Int16Array(FRAME_SAMPLES);
-    this.heardMs += FRAME_MS;
-    for (const listener of this.inbound) listener(frame);
-    const out = this.queue.shift();
-    if (out) {
-      this.sent.push({ frame: out, atMs: this.heardMs });
-      for (const listener of this.outbound) listener(out);
-      if (this.queue.length === 0) this.resolveDrained();
-    }
-    setImmediate(() => this.tick());
-  }
-
-  private resolveDrained(): void {
-    for (const resolve of this.drainWaiters.splice(0)) resolve();
-  }
+function calleeLine(frames: PcmFrame[], hangUpAfterMs?: number): LoopbackChannel {
+  const channel = new LoopbackChannel({ asFastAsPossible: true, hangUpAfterMs });
+  void channel.callerSays(joinFrames(frames));
+  return channel;
 }
 
 /** Says every line as 1 s of a 300 Hz hum (its frames are what the test follows). */
@@ -243,7 +175,7 @@ describe('voicemail drop', () => {
   it('waits for the end of the beep, then says the whole message', async () => {
     const greeting = labelledLines().find((l) => l.id === 'machine-0-festival')!;
     assert.ok(greeting.beepHz !== undefined);
-    const channel = new ScriptedChannel(sliceFrames(await lineAudio(greeting)));
+    const channel = calleeLine(sliceFrames(await lineAudio(greeting)));
     const screening = await screenAnsweredCall({ channel, synthesizer: hum, voicemailMessage: MESSAGE });
     assert.equal(screening.outcome, 'voicemail_left');
     assert.equal(screening.detection?.verdict, 'machine');
@@ -251,7 +183,7 @@ describe('voicemail drop', () => {
     assert.equal(screening.message?.text, MESSAGE);
     assert.equal(screening.message?.playedMs, 1000);
     const beepEnd = (await beepStartMs(greeting))! + 400;
-    assert.ok(channel.sent[0].atMs >= beepEnd, `the message began at ${channel.sent[0].atMs} ms, the beep ended at ${beepEnd} ms`);
+    assert.ok(channel.sentAtMs[0] >= beepEnd, `the message began at ${channel.sentAtMs[0]} ms, the beep ended at ${beepEnd} ms`);
     assert.equal(channel.sent.length, 1000 / FRAME_MS);
     channel.close('local_hangup');
   });
@@ -260,19 +192,19 @@ describe('voicemail drop', () => {
     const greeting = labelledLines().find((l) => l.id === 'machine-0-espeak-ng')!;
     assert.equal(greeting.beepHz, undefined);
     const audio = await lineAudio(greeting);
-    const channel = new ScriptedChannel(sliceFrames(audio));
+    const channel = calleeLine(sliceFrames(audio));
     const screening = await screenAnsweredCall({ channel, synthesizer: hum, voicemailMessage: MESSAGE });
     assert.equal(screening.outcome, 'voicemail_left');
     assert.equal(screening.message?.cue, 'greeting_end');
     // The greeting's last sound: the line is silent after it (TRAIL_MS of the set).
     const lastVoiceMs = (audio.length * 1000) / SAMPLE_RATE - 4000;
-    assert.ok(channel.sent[0].atMs > lastVoiceMs, `the message began at ${channel.sent[0].atMs} ms, the greeting ended near ${lastVoiceMs} ms`);
+    assert.ok(channel.sentAtMs[0] > lastVoiceMs, `the message began at ${channel.sentAtMs[0]} ms, the greeting ended near ${lastVoiceMs} ms`);
     channel.close('local_hangup');
   });
 
   it('started at the answer and told the message only later, still hears the greeting from its start and waits for the beep', async () => {
     const greeting = labelledLines().find((l) => l.id === 'machine-0-festival')!;
-    const channel = new ScriptedChannel(sliceFrames(await lineAudio(greeting)));
+    const channel = calleeLine(sliceFrames(await lineAudio(greeting)));
     const screener = new CallScreener(channel);
     // The call workflow asks once the verdict is in, long before the beep.
     await new Promise<void>((resolve) => {
@@ -284,13 +216,13 @@ describe('voicemail drop', () => {
     assert.equal(screening.outcome, 'voicemail_left');
     assert.ok(screening.detection!.decidedAtMs < 4500, `decided at ${screening.detection!.decidedAtMs} ms`);
     assert.equal(screening.message?.cue, 'beep');
-    assert.ok(channel.sent[0].atMs >= (await beepStartMs(greeting))! + 400);
+    assert.ok(channel.sentAtMs[0] >= (await beepStartMs(greeting))! + 400);
     channel.close('local_hangup');
   });
 
   it("says the message through the call's conversation engine when given one (say), after the beep", async () => {
     const greeting = labelledLines().find((l) => l.id === 'machine-0-festival')!;
-    const channel = new ScriptedChannel(sliceFrames(await lineAudio(greeting)));
+    const channel = calleeLine(sliceFrames(await lineAudio(greeting)));
     // Nothing is recognised here: the engine only speaks.
     const deaf: SpeechRecognizer = {
       name: 'deaf',
@@ -307,12 +239,12 @@ describe('voicemail drop', () => {
     assert.equal(screening.message?.cue, 'beep');
     assert.equal(screening.message?.playedMs, 1000);
     assert.equal(channel.sent.length, 1000 / FRAME_MS);
-    assert.ok(channel.sent[0].atMs >= (await beepStartMs(greeting))! + 400);
+    assert.ok(channel.sentAtMs[0] >= (await beepStartMs(greeting))! + 400);
     channel.close('local_hangup');
   });
 
   it('leaves a person to the script: nothing is said', async () => {
-    const channel = new ScriptedChannel(line(silence(400), word(400), silence(3000)));
+    const channel = calleeLine(line(silence(400), word(400), silence(3000)));
     const screening = await screenAnsweredCall({ channel, synthesizer: hum, voicemailMessage: MESSAGE });
     assert.equal(screening.outcome, 'human');
     assert.equal(screening.message, undefined);
@@ -321,7 +253,7 @@ describe('voicemail drop', () => {
   });
 
   it('ends on a machine without a message, saying nothing', async () => {
-    const channel = new ScriptedChannel(line(silence(300), tone(1000, 400), silence(1000)));
+    const channel = calleeLine(line(silence(300), tone(1000, 400), silence(1000)));
     const screening = await screenAnsweredCall({ channel, synthesizer: hum });
     assert.equal(screening.outcome, 'voicemail');
     assert.equal(screening.detection?.reason, 'beep');
@@ -330,7 +262,7 @@ describe('voicemail drop', () => {
   });
 
   it('reports a callee who hangs up before the verdict', async () => {
-    const channel = new ScriptedChannel(line(silence(300), word(300)), 600);
+    const channel = calleeLine(line(silence(300), word(300)), 600);
     const screening = await screenAnsweredCall({ channel, synthesizer: hum, voicemailMessage: MESSAGE });
     assert.equal(screening.outcome, 'channel_closed');
     assert.equal(screening.closeReason, 'remote_hangup');

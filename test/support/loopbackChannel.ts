@@ -1,6 +1,8 @@
 // An in-memory MediaChannel for conversation tests: a clock ticking every 20 ms (as a
 // transport paces) plays one caller frame inbound (what the test makes the caller say,
 // else silence or a low noise) and sends at most one queued agent frame, which is recorded.
+// With `asFastAsPossible` the clock ticks once per macrotask instead, so a test follows the
+// audio clock of both sides (ticks × 20 ms) without waiting for it in real time.
 import { FRAME_MS, FRAME_SAMPLES, type ChannelCloseReason, type MediaChannel, type PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { gainFromDb } from '../../src/mediaEdge/audio/level.js';
@@ -25,6 +27,8 @@ export class LoopbackChannel implements MediaChannel {
   readonly closed: Promise<ChannelCloseReason>;
   /** Agent frames that left, in order. */
   readonly sent: PcmFrame[] = [];
+  /** When each of `sent` left, on the channel's clock (ms). */
+  readonly sentAtMs: number[] = [];
   /** Ticks so far: the channel's time is ticks × 20 ms. */
   ticks = 0;
   private settle!: (reason: ChannelCloseReason) => void;
@@ -35,15 +39,27 @@ export class LoopbackChannel implements MediaChannel {
   private drainWaiters: (() => void)[] = [];
   private callerFrames: PcmFrame[] = [];
   private callerDone: (() => void)[] = [];
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: NodeJS.Timeout | undefined;
   private readonly backgroundDbfs: number | undefined;
+  private readonly hangUpAfterMs: number | undefined;
   private readonly afterTick = new Set<() => void>();
 
-  /** `backgroundDbfs`: the caller's line carries white noise at this level instead of digital silence. */
-  constructor(options: { backgroundDbfs?: number } = {}) {
+  /**
+   * `backgroundDbfs`: the caller's line carries white noise at this level instead of digital silence.
+   * `asFastAsPossible`: a tick per macrotask, not per 20 ms of real time.
+   * `hangUpAfterMs`: the caller hangs up (remote_hangup) once the channel's clock reaches it.
+   */
+  constructor(options: { backgroundDbfs?: number; asFastAsPossible?: boolean; hangUpAfterMs?: number } = {}) {
     this.backgroundDbfs = options.backgroundDbfs;
+    this.hangUpAfterMs = options.hangUpAfterMs;
     this.closed = new Promise((resolve) => (this.settle = resolve));
-    this.timer = setInterval(() => this.tick(), FRAME_MS);
+    if (options.asFastAsPossible) setImmediate(() => this.tickAsFastAsPossible());
+    else this.timer = setInterval(() => this.tick(), FRAME_MS);
+  }
+
+  /** The channel's clock: the caller audio played so far (ms). */
+  get heardMs(): number {
+    return this.ticks * FRAME_MS;
   }
 
   onInbound(listener: Listener): () => void {
@@ -105,7 +121,17 @@ export class LoopbackChannel implements MediaChannel {
     this.settle(reason);
   }
 
+  private tickAsFastAsPossible(): void {
+    if (this.closeReason) return;
+    this.tick();
+    setImmediate(() => this.tickAsFastAsPossible());
+  }
+
   private tick(): void {
+    if (this.hangUpAfterMs !== undefined && this.heardMs >= this.hangUpAfterMs) {
+      this.close('remote_hangup');
+      return;
+    }
     this.ticks++;
     const caller = this.callerFrames.shift();
     const frame = caller ?? (this.backgroundDbfs === undefined ? new Int16Array(FRAME_SAMPLES) : whiteNoise(FRAME_SAMPLES, this.backgroundDbfs, this.ticks));
@@ -114,6 +140,7 @@ export class LoopbackChannel implements MediaChannel {
     const out = this.queue.shift();
     if (out) {
       this.sent.push(out);
+      this.sentAtMs.push(this.heardMs);
       for (const listener of this.outbound) listener(out);
       if (this.queue.length === 0) this.resolveDrained();
     }

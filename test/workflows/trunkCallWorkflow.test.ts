@@ -153,8 +153,9 @@ async function startEdge(name: string): Promise<void> {
     calls,
     taskQueue,
     logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
-    // A silent line's message goes out after 3 s of it instead of 30 s.
-    screening: { maxGreetingWaitMs: 3_000 },
+    // A silent line's message goes out after 7 s of it instead of 30 s: long enough for cancel-call
+    // to come first, and within the RTP inactivity limit (10 s) of a line that sends nothing.
+    screening: { maxGreetingWaitMs: 7_000 },
     onCall: (call) => {
       held.set(call.callId, call);
       calls.add({
@@ -376,6 +377,25 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
     const row = await callRow(app.pool, callId);
     assert.deepEqual(row.conversation, []);
     assert.match(row.system_notes.find((n) => n.kind === 'voicemail_detection')?.text ?? '', /The script has no voicemail message: the agent hung up/);
+  });
+
+  test('cancel-call while the answer is screened hangs up (BYE, no CANCEL) before the message, and the call ends cancelled', async () => {
+    const script = await insertScript(app.pool, {
+      teamId: team.teamId,
+      name: 'Cancelled on a machine',
+      definition: { name: 'Cancelled on a machine', voicemail_message: 'Please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] },
+    });
+    const { callId, to } = await createPhoneCall({ answerAfterMs: 500, line: 'silent' }, script.id);
+    // Answered and held by the edge: the dial activity is screening the silent line.
+    for (let i = 0; i < 300 && !held.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(held.has(callId), 'the call was answered');
+    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(await screenedResult(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
+    assert.equal(saidOnEdge.get(callId), undefined, 'the screening stopped before the message');
+    assert.ok((await callRow(app.pool, callId)).system_notes.every((n) => n.kind !== 'voicemail_detection'));
   });
 
   test('a script with voicemail_detection false is not screened: the silent callee hears the script, and the call completes', async () => {

@@ -16,6 +16,8 @@ import { createLogger } from '../../src/logging/logger.js';
 import { loadMediaEdgeConfig, startConfiguredMediaEdge, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { servePartMetrics, type MetricsServer } from '../../src/metrics/server.js';
 import { watchDatabase } from '../../src/metrics/workerMetrics.js';
+import { createHook } from '../../src/services/hooks.js';
+import { hookRunWorkflowId } from '../../workflows/contracts.js';
 import { createWebhookWorker, installTemporalRuntime } from '../../src/temporal/worker.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
@@ -234,6 +236,22 @@ test('the media edge /metrics shows its open sockets and counts admission refusa
   } finally {
     await client.close();
   }
+});
+
+test('the worker /metrics counts hook runs by outcome', async () => {
+  const hookTeam = await createTestTeam(app.pool);
+  const hook = await createHook(app.pool, { teamId: hookTeam.teamId, secret: null, automation: { kind: 'schedule_call', script_id: hookTeam.scriptId, from_number: hookTeam.fromNumber } });
+  const before = await scrape(listeners.worker.url);
+  const trigger = async (body: unknown) => {
+    const res = await app.request('POST', hook.path, { body });
+    assert.equal(res.status, 202, res.text);
+    return env.client.workflow.getHandle(hookRunWorkflowId(res.json.run_id as string)).result();
+  };
+  await trigger({ phone: '+14155550103', first_name: 'Lin' });
+  await assert.rejects(trigger({ phone: 'unknown' }), 'a body without a usable number fails its run');
+  const now = await scrape(listeners.worker.url);
+  const delta = (outcome: string) => sampleSum(now, 'voice_agent_hook_runs_total', { outcome }) - sampleSum(before, 'voice_agent_hook_runs_total', { outcome });
+  assert.deepEqual([delta('call_scheduled'), delta('failed'), delta('contact_added')], [1, 1, 0]);
 });
 
 test("the Temporal SDK's worker metrics are served on their own port in Prometheus names", async () => {

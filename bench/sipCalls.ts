@@ -562,6 +562,8 @@ async function speechCalls(): Promise<void> {
     stopTiming();
     child.send({ cmd: 'stop' } satisfies PhonesToChild);
     await edge.close();
+    // The last calls' recordings may still be being stored (edge.close does not wait for them).
+    await sleep(5_000);
     await speech.close();
     worker.shutdown();
     await workerRun;

@@ -240,8 +240,12 @@ export class CallTransfers {
       const turns: Array<BridgedTurn & { at: number }> = [];
       const transcribe = async (role: BridgedTurn['role'], listen: (signal: AbortSignal) => Promise<{ kind: string; text?: string; speechEndedAt?: number }>) => {
         while (!listening.signal.aborted) {
-          const heard = await listen(listening.signal).catch(() => undefined);
+          const heard = await listen(listening.signal).catch((err: unknown) => {
+            if (!listening.signal.aborted) log.debug({ err, role }, 'transfer: a leg stopped being transcribed');
+            return undefined;
+          });
           if (!heard) return;
+          log.debug({ role, kind: heard.kind, text: heard.text }, 'transfer: heard on a bridged leg');
           if (heard.kind === 'utterance' && heard.text?.trim()) turns.push({ role, text: heard.text.trim(), at: heard.speechEndedAt ?? Date.now() });
         }
       };

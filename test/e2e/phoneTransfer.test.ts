@@ -4,12 +4,13 @@
 // (VOICE_PROVIDER=sip), the real API and call worker, a Temporal dev server and the real media
 // edge, whose trunk is baresip A (the caller of the transfer: it auto-answers the agent's call and
 // plays a 600 Hz tone from 10 s after its answer, then hangs up). The script transfers by bridge to
-// baresip B at its SIP URI (it auto-answers and plays a 1000 Hz tone): each phone's own recording
-// holds the other's tone, so each side heard the other through the edge. A target B does not know
-// (404) sends the script to on_failure.
+// baresip B at its SIP URI (it auto-answers, says a sentence, then plays a 1000 Hz tone): each
+// phone's own recording holds the other's tone, so each side heard the other through the edge, and
+// B's sentence is in the call's transcript. A target B does not know (404) sends the script to
+// on_failure.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -60,6 +61,26 @@ async function tone(file: string, hz: number, seconds: number, leadingSilence: n
   return file;
 }
 
+/**
+ * B: a sentence once the legs are joined, then silence (the endpointer's end of the utterance:
+ * the transcript's turn), then its tone until it is hung up on (a steady tone is one endless
+ * utterance to the endpointer, so it is kept apart from the sentence).
+ */
+async function personWav(dir: string): Promise<string> {
+  const text = path.join(dir, 'desk.txt');
+  const said = path.join(dir, 'desk.wav');
+  writeFileSync(text, 'Hello, this is the help desk. How can I help you today?');
+  // spawns: text2wave
+  await run('text2wave', ['-F', '8000', '-eval', '(voice_kal_diphone)', '-o', said, text], { timeout: 20_000 });
+  const padded = path.join(dir, 'desk-padded.wav');
+  // spawns: sox
+  await run('sox', [said, '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', padded, 'pad', '3', '2']);
+  const rest = await tone(path.join(dir, 'b2.wav'), PERSON_TONE_HZ, 60, 0);
+  const out = path.join(dir, 'b.wav');
+  await run('sox', [padded, rest, out]);
+  return out;
+}
+
 before(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'phone-transfer-'));
   env = await createLocalEnv();
@@ -74,9 +95,10 @@ before(async () => {
   } as const;
   app = await startTestApi({ temporal: env.client, config: settings });
   team = await createTestTeam(app.pool);
-  // A: silence while the agent greets, dials B and announces, then its tone; it hangs up when the file ends.
-  phoneA = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }], audioFile: await tone(path.join(work, 'a.wav'), CALLER_TONE_HZ, 8, 10) });
-  phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await tone(path.join(work, 'b.wav'), PERSON_TONE_HZ, 60, 0) });
+  // A: silence while the agent greets, dials B and announces, then its tone; it hangs up when the file ends
+  // (25 s after its answer: B's sentence, said about 3 s after B answers, is recognised well before).
+  phoneA = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }], audioFile: await tone(path.join(work, 'a.wav'), CALLER_TONE_HZ, 15, 10) });
+  phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await personWav(work) });
   const workerConfig = callTestConfig(settings);
   worker = await createCallWorker(env, app.pool, workerConfig);
   running = worker.run();
@@ -180,6 +202,9 @@ describe('a transfer step on a phone call through the SIP trunk', () => {
     assert.ok(note, `a transfer System Note: ${JSON.stringify(row.system_notes)}`);
     assert.ok(note.text.includes(phoneB.uri(PERSON)), note.text);
     assert.equal((note.data as { ended_by?: string }).ended_by, 'caller', 'A hung up when its file ended');
+    // The transcript went on through the bridge: the person's sentence is an agent turn after the script's lines.
+    const afterHold = row.conversation.slice(row.conversation.findIndex((t) => t.text === 'Please hold.') + 1);
+    assert.ok(afterHold.some((t) => t.role === 'agent' && t.text.trim() !== ''), `the person's words are in the transcript: ${JSON.stringify(row.conversation)}`);
     // B got the edge's BYE once A hung up.
     await waitFor(() => phoneB.events.filter((e) => e.type === 'CALL_CLOSED').length > closedB, "B's call to close (BYE)");
     const offers = phoneB.events.filter((e) => e.type === 'CALL_REMOTE_SDP' && e.param === 'offer').length;

@@ -26,9 +26,14 @@ let apiBase = '';
 
 const UNSET = ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'HOST', 'MEDIA_EDGE_SECRET', 'RECORDING_LINK_SECRET', 'WEBHOOK_ALLOW_PRIVATE_URLS', 'SECRETS_ENCRYPTION_KEY', 'EMBEDDED_POSTGRES_PASSWORD', 'NODE_ENV'];
 
+// The dev server's ports: free ones, not its defaults 7233 and 8233, which it leaves only when
+// it finds them taken; two runs of this file at once (two suites on one machine) could both
+// find them free and then race for them. No assertion here is about those ports.
+const temporalPorts = { TEMPORAL_DEV_PORT: String(await freePort()), TEMPORAL_UI_PORT: String(await freePort()) };
+
 /** The environment of a new user's shell: none of the settings this test is about (empty counts as unset). */
 function newUserEnv(): Record<string, string> {
-  return { ...(process.env as Record<string, string>), ...Object.fromEntries(UNSET.map((name) => [name, ''])), DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  return { ...(process.env as Record<string, string>), ...Object.fromEntries(UNSET.map((name) => [name, ''])), ...temporalPorts, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
 }
 
 const { adminJson } = operatorCli(newUserEnv);

@@ -4,8 +4,8 @@
 // activities on a queue of its own. No dial: the edge's `answered` event starts the script.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { Client } from '@temporalio/client';
+import { describe, test } from 'node:test';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
@@ -17,26 +17,15 @@ import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { INBOUND_CONNECT_TIMEOUT_MS } from '../../workflows/callWorkflow.js';
 import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type CallEvent, type MediaEdgeActivities } from '../../workflows/contracts.js';
 import { createTestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, historySteps, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+import { callRow, callTestConfig, historySteps, waitForCall } from '../support/calls.js';
+import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
 
-let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
 let plain: Client;
-const config = callTestConfig();
 let deps: CallServiceDeps;
 let numberSeq = 0;
-
-before(async () => {
-  calls = await startCallWorkerEnv(config);
-  ({ env, pool } = calls);
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  deps = { pool, temporal: env.client, config };
-});
-
-after(async () => {
-  await calls?.stop();
-});
+const calls = callWorkflowEnv(callTestConfig(), (started) => ({ env, pool, plain, deps } = started));
 
 const RECEPTION_SCRIPT = {
   name: 'Reception',
@@ -88,7 +77,7 @@ async function startStandInEdge(answer: string) {
 }
 
 const signal = (callId: string, event: CallEvent) => env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, event);
-const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+const result = (callId: string) => calls.result(callId, 60_000);
 
 describe('an inbound call: the edge answers, the script runs through it', () => {
   test('answered: in_conversation, the inbound script runs on the edge, completed / agent_hangup, the slot freed, analysed', async () => {

@@ -4,9 +4,9 @@
 // to each prompt, when they stay silent, when they hang up, when the edge is lost.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
@@ -25,25 +25,14 @@ import {
 } from '../../workflows/contracts.js';
 import { REPROMPT_PREFIX } from '../../workflows/mediaConversation.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, historySteps, startCallWorkerEnv, waitForCall, type CallWorkerEnv } from '../support/calls.js';
+import { callRow, callTestConfig, historySteps, waitForCall } from '../support/calls.js';
+import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
 
-let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
 let plain: Client;
-const config = callTestConfig();
 let deps: CallServiceDeps;
-
-before(async () => {
-  calls = await startCallWorkerEnv(config);
-  ({ env, pool } = calls);
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  deps = { pool, temporal: env.client, config };
-});
-
-after(async () => {
-  await calls?.stop();
-});
+const calls = callWorkflowEnv(callTestConfig(), (started) => ({ env, pool, plain, deps } = started));
 
 const VERIFY_SCRIPT = {
   name: 'Verify by digits',
@@ -133,7 +122,7 @@ async function answer(callId: string, taskQueue: string): Promise<void> {
   await env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${callId}`, media_task_queue: taskQueue });
 }
 
-const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+const result = (callId: string) => calls.result(callId, 60_000);
 
 describe('a call on the media edge: the workflow runs the script through the edge', () => {
   test('say and ask steps are edge activities; answers become user turns; the script end hangs up (completed / agent_hangup)', async () => {

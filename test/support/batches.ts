@@ -1,5 +1,8 @@
-// Helpers for batch tests: lists of fresh contacts, and readers of what the calls did.
+// Helpers for batch tests: lists of fresh contacts, readers of what the calls did, and the
+// environment of a batch workflow test file.
+import assert from 'node:assert/strict';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
@@ -7,9 +10,10 @@ import { PROJECT_ROOT, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { Pool } from '../../src/db/pool.js';
 import { insertList } from '../../src/db/repositories/lists.js';
-import { wakeListBatches, type BatchServiceDeps } from '../../src/services/batches.js';
+import { createBatch, wakeListBatches, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
 import { addToList } from '../../src/services/lists.js';
-import { testConfig } from './app.js';
+import { testConfig, testPool, type TestTeam } from './app.js';
+import { createTimeSkippingEnv } from './temporal.js';
 
 export const BATCHES_TASK_QUEUE = 'batches-test';
 
@@ -114,4 +118,81 @@ export async function createBatchWorker(env: TestWorkflowEnvironment, pool: Pool
     activities: createActivities({ config, pool, logger: createLogger('silent'), temporal: env.client }),
     ...options,
   });
+}
+
+export interface StartedBatchWorkflowEnv {
+  env: TestWorkflowEnvironment;
+  pool: Pool;
+  deps: BatchServiceDeps;
+}
+
+export interface BatchWorkflowEnv extends Readonly<StartedBatchWorkflowEnv> {
+  readonly config: Config;
+  /** Shuts the file's batch worker down (it finishes what it holds first). */
+  stopWorker(): Promise<void>;
+  /** Starts a new batch worker in place of the stopped one. */
+  startWorker(options?: { maxCachedWorkflows?: number }): Promise<void>;
+}
+
+/**
+ * A batch workflow test file's environment: a time-skipping test server, the test pool and a
+ * batch worker (createBatchWorker), started before the file's tests and stopped after them.
+ * `onStarted` gets them in the same hook (node 20 runs a file's top-level `before` hooks
+ * without waiting for one to end before the next).
+ */
+export function batchWorkflowEnv(onStarted?: (started: StartedBatchWorkflowEnv) => void): BatchWorkflowEnv {
+  const config = batchTestConfig();
+  let started: StartedBatchWorkflowEnv | undefined;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  const ready = (): StartedBatchWorkflowEnv => {
+    if (!started) throw new Error('the batch workflow environment is not started (used outside a test?)');
+    return started;
+  };
+  const startWorker = async (options: { maxCachedWorkflows?: number } = {}) => {
+    worker = await createBatchWorker(ready().env, ready().pool, config, options);
+    running = worker.run();
+  };
+  const stopWorker = async () => {
+    worker?.shutdown();
+    await running;
+  };
+
+  before(async () => {
+    const env = await createTimeSkippingEnv();
+    const pool = await testPool();
+    started = { env, pool, deps: batchDeps(pool, env.client, config) };
+    await startWorker();
+    onStarted?.(started);
+  });
+
+  after(async () => {
+    await stopWorker();
+    await started?.env.teardown();
+  });
+
+  return {
+    get env() {
+      return ready().env;
+    },
+    get pool() {
+      return ready().pool;
+    },
+    get deps() {
+      return ready().deps;
+    },
+    config,
+    stopWorker,
+    startWorker,
+  };
+}
+
+/** Starts a batch of the team over the list, with the team's script and number. */
+export function startBatch(deps: BatchServiceDeps, team: TestTeam, listId: string, opts: { startAt?: Date; workflow?: BatchWorkflowOptions } = {}) {
+  return createBatch(deps, { teamId: team.teamId, listId, scriptId: team.scriptId, fromNumber: team.fromNumber, ...opts });
+}
+
+export function assertEachCalledOnce(perContact: Map<string, number>, contactIds: string[]): void {
+  assert.equal(perContact.size, contactIds.length, 'every contact has a call');
+  for (const id of contactIds) assert.equal(perContact.get(id), 1, `contact ${id} called exactly once`);
 }

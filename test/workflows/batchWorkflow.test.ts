@@ -1,26 +1,36 @@
 // The batch workflow in the time-skipping environment: the real batch workflow and every
 // real activity over the test database, with the lean stand-in call workflow of
 // batchCallStandIn.ts (real slots under the team ceiling, real call rows). The real call
-// workflow under a batch is covered by test/e2e/batches.test.ts.
+// workflow under a batch is covered by test/e2e/batches.test.ts; the 1,000-contact batch is in
+// batchWorkflowScale.test.ts, so that lanes run it beside these.
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { batchCounts } from '../../src/db/repositories/batches.js';
 import { removeContactsFromList, softDeleteList, addExistingContactsToList } from '../../src/db/repositories/lists.js';
 import { upsertContactByPhone } from '../../src/db/repositories/contacts.js';
-import { advanceBatch, batchCallId } from '../../src/services/batchEngine.js';
-import { cancelBatch, createBatch, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
-import { BATCH_ID, BATCH_STATUS, TEAM_ID } from '../../src/temporal/searchAttributes.js';
+import { advanceBatch } from '../../src/services/batchEngine.js';
+import { cancelBatch, createBatch, pauseBatch, resumeBatch, showBatch, type BatchServiceDeps } from '../../src/services/batches.js';
+import { BATCH_ID, BATCH_STATUS } from '../../src/temporal/searchAttributes.js';
 import { batchStateQuery, batchWorkflowId, type BatchWorkflowResult } from '../../workflows/contracts.js';
-import { createTestTeam, testPool, type TestTeam } from '../support/app.js';
-import { addContacts, batchDeps, batchTestBundle, createBatchWorker, batchTestConfig, calleeNumbers, callsPerContact, countCalls, listWithContacts, maxInProgress } from '../support/batches.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import {
+  addContacts,
+  assertEachCalledOnce,
+  batchTestBundle,
+  batchWorkflowEnv,
+  calleeNumbers,
+  callsPerContact,
+  countCalls,
+  listWithContacts,
+  startBatch as startTeamBatch,
+} from '../support/batches.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of earlier runs of the batch workflow; the replay test at
@@ -31,28 +41,10 @@ const RECORD = process.env.RECORD_BATCH_HISTORIES === '1';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
-let worker: Worker;
-let running: Promise<void>;
-const config = batchTestConfig();
 let deps: BatchServiceDeps;
-
-before(async () => {
-  env = await createTimeSkippingEnv();
-  pool = await testPool();
-  deps = batchDeps(pool, env.client, config);
-  worker = await createBatchWorker(env, pool, config);
-  running = worker.run();
-});
-
-after(async () => {
-  worker?.shutdown();
-  await running;
-  await env?.teardown();
-});
-
-async function startBatch(team: TestTeam, listId: string, opts: { startAt?: Date; workflow?: BatchWorkflowOptions } = {}) {
-  return createBatch(deps, { teamId: team.teamId, listId, scriptId: team.scriptId, fromNumber: team.fromNumber, ...opts });
-}
+const batches = batchWorkflowEnv((started) => ({ env, pool, deps } = started));
+const { config } = batches;
+const startBatch = (team: TestTeam, listId: string, opts?: Parameters<typeof startTeamBatch>[3]) => startTeamBatch(deps, team, listId, opts);
 
 const handle = (batchId: string) => env.client.workflow.getHandle(batchWorkflowId(batchId));
 /** Awaiting the result lets the test server skip time until the batch ends. */
@@ -66,38 +58,7 @@ async function record(batchId: string, name: string): Promise<void> {
   writeFileSync(path.join(HISTORIES_DIR, `batch-${name}.bin`), History.encode(history).finish());
 }
 
-function assertEachCalledOnce(perContact: Map<string, number>, contactIds: string[]) {
-  assert.equal(perContact.size, contactIds.length, 'every contact has a call');
-  for (const id of contactIds) assert.equal(perContact.get(id), 1, `contact ${id} called exactly once`);
-}
-
 describe('batch workflow', () => {
-  test('a batch over 1,000 contacts with a ceiling of 5 calls everyone exactly once, never more than five at a time', { timeout: 240_000 }, async () => {
-    const team = await createTestTeam(pool, { maxConcurrent: 5 });
-    const { listId, contactIds } = await listWithContacts(pool, team.teamId, 1000);
-    const batch = await startBatch(team, listId);
-    const result = await finished(batch.id);
-
-    assert.equal(result.status, 'completed');
-    assert.equal(result.endReason, 'all_called');
-    assert.deepEqual(result.progress, { total: 1000, pending: 0, calling: 0, in_progress: 0, skipped: 0, skipped_dnc: 0, done: { completed: 1000 }, done_total: 1000, attempts: 1000 });
-    assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM calls WHERE team_id = $1 AND status = $2', [team.teamId, 'completed']);
-    assert.equal(rows[0].n, 1000);
-    assert.equal(await maxInProgress(pool, team.teamId), 5, 'five calls at a time, never more');
-    // The call of a contact is named by (batch, contact): a second attempt finds the same call.
-    const one = await pool.query('SELECT id FROM calls WHERE team_id = $1 AND contact_id = $2', [team.teamId, contactIds[0]]);
-    assert.equal(one.rows[0].id, batchCallId(batch.id, contactIds[0]));
-
-    const shown = await showBatch(deps, batch.id);
-    assert.equal(shown.batch.status, 'completed');
-    assert.deepEqual(shown.progress, result.progress);
-    const description = await handle(batch.id).describe();
-    assert.equal(description.typedSearchAttributes.get(BATCH_STATUS), 'completed');
-    assert.equal(description.typedSearchAttributes.get(BATCH_ID), batch.id);
-    assert.equal(description.typedSearchAttributes.get(TEAM_ID), team.teamId);
-  });
-
   test('contacts added to the list mid-batch are called too, each once, also when added twice or concurrently', async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 2 });
     const { listId, contactIds } = await listWithContacts(pool, team.teamId, 10);
@@ -267,21 +228,17 @@ describe('batch workflow', () => {
 
   test('a worker restart mid-batch loses nothing and calls no one twice', async () => {
     // The batch starts on a worker without a workflow cache (see createBatchWorker) ...
-    worker.shutdown();
-    await running;
-    worker = await createBatchWorker(env, pool, config, { maxCachedWorkflows: 0 });
-    running = worker.run();
+    await batches.stopWorker();
+    await batches.startWorker({ maxCachedWorkflows: 0 });
     const team = await createTestTeam(pool, { maxConcurrent: 3 });
     const { listId, contactIds } = await listWithContacts(pool, team.teamId, 30);
     const batch = await startBatch(team, listId);
     await env.sleep(4_000);
     // ... which stops mid-batch, calls in progress; another worker takes over.
-    worker.shutdown();
-    await running;
+    await batches.stopWorker();
     const before = await countCalls(pool, team.teamId);
     assert.ok(before > 0 && before < 30, `stopped mid-batch (${before} calls made)`);
-    worker = await createBatchWorker(env, pool, config);
-    running = worker.run();
+    await batches.startWorker();
     const result = await finished(batch.id);
     assert.equal(result.status, 'completed');
     assertEachCalledOnce(await callsPerContact(pool, team.teamId), contactIds);

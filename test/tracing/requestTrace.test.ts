@@ -1,9 +1,10 @@
 // Traces from the API request to the SQL of the activities (docs/observability.md, "Traces"):
 // the real Koa app, a call worker made by the production createWorker (the traced workflow
 // bundle, the activity interceptors, the workflows' span sink), a Temporal client with the
-// tracing interceptors, on a time-skipping server, with an in-memory span exporter. One
+// tracing interceptors, on a Temporal dev server, with an in-memory span exporter. One
 // create-phone-call (simulator) is one trace whose parent chain runs from the HTTP span to
-// the SQL of the dial activity. The recorded workflow histories replay with the interceptors
+// the SQL of the dial activity; one cancel-call, from the HTTP span to the workflow's signal
+// handler. The recorded workflow histories replay with the interceptors
 // in the bundle (they add no commands).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { installTracing, shutdownTracing, temporalClientInterceptors, tracedWork
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi } from '../support/app.js';
 import { calleeNumber, callTestConfig } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createLocalEnv } from '../support/temporal.js';
 
 const { History } = proto.temporal.api.history.v1;
 const WORKFLOWS_TESTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflows');
@@ -38,16 +39,17 @@ let logged = '';
 before(async () => {
   // First: the client, the bundle and the workers pick tracing up when they are made.
   assert.equal(await installTracing({ config: {}, serviceName: 'trace-test', spanProcessor: new SimpleSpanProcessor(exporter) }), true);
-  env = await createTimeSkippingEnv();
+  // The dev server, as in production: the Java time-skipping server drops a signal's headers.
+  env = await createLocalEnv();
   const traced = new Client({ connection: env.connection, interceptors: temporalClientInterceptors() });
-  const config = callTestConfig();
+  const config = callTestConfig({ SIMULATOR_CALL_SECONDS: '1' });
   const logStream = new Writable({
     write(chunk, _enc, done) {
       logged += String(chunk);
       done();
     },
   });
-  api = await startTestApi({ temporal: traced, logger: createLogger('info', logStream), config: { TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE, SIMULATOR_CALL_SECONDS: '3', DIAL_RATE_PER_NUMBER: '1000' } });
+  api = await startTestApi({ temporal: traced, logger: createLogger('info', logStream), config: { TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE, SIMULATOR_CALL_SECONDS: '1', DIAL_RATE_PER_NUMBER: '1000' } });
   worker = await createWorker({
     connection: env.nativeConnection,
     namespace: 'default',
@@ -66,6 +68,25 @@ after(async () => {
 });
 
 const idOf = (s: ReadableSpan) => s.spanContext().spanId;
+
+/** The span a request with this X-Request-Id made. */
+const requestSpan = (spans: ReadableSpan[], requestId: string) => spans.find((s) => s.attributes['request.id'] === requestId);
+
+/** Whether a span named `name` is in the trace of the request with this id. */
+const inRequestTrace = (name: string, requestId: string) => (spans: ReadableSpan[]) =>
+  spans.some((s) => s.name === name && s.spanContext().traceId === requestSpan(spans, requestId)?.spanContext().traceId);
+
+/**
+ * The finished spans once `until` holds: a workflow's spans reach the worker's sink
+ * after the activation that ended them, which may be after the client saw the result.
+ */
+async function spansOnce(until: (spans: ReadableSpan[]) => boolean): Promise<ReadableSpan[]> {
+  for (let waited = 0; ; waited += 50) {
+    const spans = exporter.getFinishedSpans();
+    if (until(spans) || waited >= 10_000) return spans;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 /** The span's ancestors, nearest first, as far as the exported spans reach. */
 function ancestry(span: ReadableSpan, spans: ReadableSpan[]): ReadableSpan[] {
@@ -90,12 +111,11 @@ test('one create-phone-call is one trace: HTTP span → StartWorkflow → RunWor
   });
   assert.equal(res.status, 201, res.text);
   const workflowId = callWorkflowId(res.json.call_id);
-  // Awaited through the environment's client: time skips past the simulated call and the analysis delay.
   const result = await env.client.workflow.getHandle(workflowId).result();
   assert.equal(result.status, 'completed');
 
-  const spans = exporter.getFinishedSpans();
-  const http = spans.find((s) => s.attributes['request.id'] === requestId);
+  const spans = await spansOnce(inRequestTrace('RunWorkflow:callWorkflow', requestId));
+  const http = requestSpan(spans, requestId);
   assert.ok(http, 'the HTTP span carries the request id');
   assert.equal(http.parentSpanId, undefined, 'the HTTP span is the root');
   assert.equal(http.attributes['http.route'], '/api/v1/create-phone-call');
@@ -129,6 +149,30 @@ test('one create-phone-call is one trace: HTTP span → StartWorkflow → RunWor
   assert.deepEqual([...new Set(ofCall.map((s) => s.spanContext().traceId))], [traceId]);
   // ...and the SQL the request itself ran (the call's row) hangs under the HTTP span.
   assert.ok(spans.some((s) => s.parentSpanId === idOf(http) && s.attributes['db.system'] === 'postgresql'), 'the request ran SQL under its span');
+});
+
+test('a request that signals a workflow: the HTTP span → SignalWorkflow → HandleSignal in the workflow, one trace', async () => {
+  const team = await createTestTeam(api.pool);
+  const created = await api.request('POST', '/api/v1/create-phone-call', {
+    key: team.apiKey,
+    body: { from_number: team.fromNumber, script_id: team.scriptId, scheduled_time: '2030-05-01T10:00:00Z', contact: { phone_number: calleeNumber('5502') } },
+  });
+  assert.equal(created.status, 201, created.text);
+  const workflowId = callWorkflowId(created.json.call_id);
+  const requestId = `trace-cancel-${Date.now()}`;
+  const cancelled = await api.request('POST', `/api/v1/cancel-call/${created.json.call_id}`, { key: team.apiKey, headers: { 'X-Request-Id': requestId } });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal((await env.client.workflow.getHandle(workflowId).result()).status, 'cancelled');
+
+  const spans = await spansOnce(inRequestTrace('HandleSignal:cancelCall', requestId));
+  const http = requestSpan(spans, requestId);
+  assert.ok(http, 'the HTTP span of the cancel request');
+  const handled = spans.filter((s) => s.name === 'HandleSignal:cancelCall' && s.spanContext().traceId === http.spanContext().traceId);
+  assert.equal(handled.length, 1, 'the workflow handled the signal in the trace of the request');
+  assert.deepEqual(
+    ancestry(handled[0], spans).map((s) => s.name),
+    ['SignalWorkflow:cancelCall', 'POST /api/v1/cancel-call/{call_id}'],
+  );
 });
 
 test('the recorded workflow histories replay with the tracing interceptors in the bundle', async () => {

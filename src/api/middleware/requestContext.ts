@@ -22,7 +22,8 @@ export function requestContext(logger: Logger): Middleware {
     try {
       await next();
     } finally {
-      const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+      // The route's template as the metrics label it (`/api/v1/get-call-status/{call_id}`; httpMetrics.ts).
+      const route: unknown = ctx.state.routeTemplate;
       if (span && typeof route === 'string') {
         span.setAttribute('http.route', route);
         span.updateName(`${ctx.method} ${route}`);

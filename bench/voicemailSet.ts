@@ -25,6 +25,7 @@ import { readWav, toMono, writeWav } from '../src/mediaEdge/audio/wav.js';
 import { EspeakSynthesizer } from '../src/mediaEdge/speech/espeak.js';
 import { trimEdgeSilence } from '../src/mediaEdge/speech/speakableText.js';
 import { whiteNoise } from '../test/support/loopbackChannel.js';
+import { festivalLine, synthesizeAll } from './speechAccuracy/voices.js';
 import { overTelephone } from '../test/support/telephoneBand.js';
 
 const run = promisify(execFile);
@@ -162,25 +163,8 @@ export function labelledLines(): LabelledLine[] {
 const FESTIVAL_STRETCH: Record<Speed, number> = { slow: 1.2, normal: 1, fast: 0.8 };
 const ESPEAK_WPM: Record<Speed, number> = { slow: 140, normal: 175, fast: 210 };
 
-async function renderFestival(text: string, speed: Speed): Promise<Int16Array> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'voicemail-voice-'));
-  try {
-    const input = path.join(dir, 'line.txt');
-    const file = path.join(dir, 'line.wav');
-    writeFileSync(input, text);
-    const args = ['-F', String(SAMPLE_RATE), '-eval', '(voice_kal_diphone)', '-eval', `(Parameter.set 'Duration_Stretch ${FESTIVAL_STRETCH[speed]})`, '-o', file, input];
-    await run('text2wave', args, { timeout: 60_000 });
-    return toMono(readWav(readFileSync(file)));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function renderEspeak(text: string, speed: Speed): Promise<Int16Array> {
-  const frames: Int16Array[] = [];
-  for await (const frame of new EspeakSynthesizer({ wordsPerMinute: ESPEAK_WPM[speed] }).synthesize(text)) frames.push(frame);
-  return joinFrames(frames);
-}
+const renderFestival = (text: string, speed: Speed) => festivalLine(text, FESTIVAL_STRETCH[speed], 60_000);
+const renderEspeak = (text: string, speed: Speed) => synthesizeAll(new EspeakSynthesizer({ wordsPerMinute: ESPEAK_WPM[speed] }), text);
 
 /** Reads a cached WAV, or makes it and caches it (written aside and renamed: a parallel run never reads half a file). */
 async function cached(name: string, make: () => Promise<Int16Array>): Promise<Int16Array> {

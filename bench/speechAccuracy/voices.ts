@@ -46,30 +46,34 @@ export interface BenchVoice {
   close(): Promise<void>;
 }
 
+/** 16 kHz samples of `text` in Festival's kal_diphone voice (text2wave), its durations stretched by `stretch`. */
+export async function festivalLine(text: string, stretch: number, timeoutMs = 30_000): Promise<Int16Array> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-voice-'));
+  try {
+    const input = path.join(dir, 'line.txt');
+    const file = path.join(dir, 'line.wav');
+    writeFileSync(input, text);
+    const args = ['-F', String(SAMPLE_RATE), '-eval', '(voice_kal_diphone)', '-eval', `(Parameter.set 'Duration_Stretch ${stretch})`, '-o', file, input];
+    await run('text2wave', args, { timeout: timeoutMs });
+    return toMono(readWav(readFileSync(file)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Festival's kal_diphone voice through text2wave (what the tests' callers speak), faster by stretching durations by 0.8. */
 function festivalVoice(): BenchVoice {
   const stretch: Record<Speed, number> = { normal: 1, fast: 0.8 };
   return {
     name: 'festival',
     speeds: { normal: 'kal_diphone, Duration_Stretch 1', fast: 'Duration_Stretch 0.8 (25 % faster)' },
-    async render(text, speed) {
-      const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-voice-'));
-      try {
-        const input = path.join(dir, 'line.txt');
-        const file = path.join(dir, 'line.wav');
-        writeFileSync(input, text);
-        const args = ['-F', String(SAMPLE_RATE), '-eval', '(voice_kal_diphone)', '-eval', `(Parameter.set 'Duration_Stretch ${stretch[speed]})`, '-o', file, input];
-        await run('text2wave', args, { timeout: 30_000 });
-        return toMono(readWav(readFileSync(file)));
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
+    render: (text, speed) => festivalLine(text, stretch[speed]),
     async close() {},
   };
 }
 
-async function collect(synthesizer: SpeechSynthesizer, text: string): Promise<Int16Array> {
+/** All a synthesiser says for `text`, as one buffer. */
+export async function synthesizeAll(synthesizer: SpeechSynthesizer, text: string): Promise<Int16Array> {
   const frames: Int16Array[] = [];
   for await (const frame of synthesizer.synthesize(text)) frames.push(frame);
   return joinFrames(frames);
@@ -81,7 +85,7 @@ function espeakVoice(): BenchVoice {
   return {
     name: 'espeak-ng',
     speeds: { normal: 'en-us, 165 words/min', fast: '210 words/min' },
-    render: (text, speed) => collect(engines[speed], text),
+    render: (text, speed) => synthesizeAll(engines[speed], text),
     async close() {},
   };
 }
@@ -124,7 +128,7 @@ async function piperVoice(): Promise<BenchVoice | string> {
   return {
     name: 'piper',
     speeds: { normal: 'en_US-joe-medium, length scale 1', fast: `length scale ${PIPER_FAST_LENGTH_SCALE}` },
-    render: async (text, speed) => collect((await (started ??= start()))[speed], text),
+    render: async (text, speed) => synthesizeAll((await (started ??= start()))[speed], text),
     close: async () => {
       const engines = await started?.catch(() => undefined);
       if (engines) await Promise.all([engines.normal.close(), engines.fast.close()]);

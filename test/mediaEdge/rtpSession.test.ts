@@ -4,36 +4,30 @@
 // ways, inactivity closing the channel `media_lost`, and the port range running out.
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { PcmFrame } from '../../src/mediaEdge/media/channel.js';
 import { RtpPortsExhaustedError } from '../../src/mediaEdge/rtp/portAllocator.js';
-import { openRtpSession, type RtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
+import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { establishedPhoneCall } from '../../src/mediaEdge/phoneCall.js';
 import type { SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import { parseTelephoneEvent } from '../../src/mediaEdge/rtp/telephoneEvent.js';
-import { PHONE_FRAME, RtpPeer } from '../support/rtpPeer.js';
+import { LOOPBACK, loopbackRtp } from '../support/loopbackRtp.js';
+import { PHONE_FRAME } from '../support/rtpPeer.js';
 import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js';
 
 // A range of its own per file (other test files may open sessions at the same time).
-const portRange = { min: 47_000, max: 47_199 };
-const loopback = '127.0.0.1';
-const sessions: RtpSession[] = [];
-const peers: RtpPeer[] = [];
-
-after(() => {
-  for (const s of sessions) s.close();
-  for (const p of peers) p.close();
-});
+const rtp = loopbackRtp({ min: 47_000, max: 47_199 });
+const loopback = LOOPBACK;
 
 async function call(options: { payloadType?: 0 | 8; inactivityMs?: number; telephoneEvent?: boolean } = {}) {
-  const session = await openRtpSession({ portRange, bindAddress: loopback, inactivityMs: options.inactivityMs ?? 5000 });
-  sessions.push(session);
-  const payloadType = options.payloadType ?? 0;
-  const peer = await RtpPeer.open({ address: loopback, port: session.localPort }, { payloadType, telephoneEventPayloadType: 101 });
-  peers.push(peer);
-  session.setRemote({ address: loopback, port: peer.port, payloadType, ...(options.telephoneEvent === false ? {} : { telephoneEventPayloadType: 101 }) });
+  const { session, peer } = await rtp.call({
+    payloadType: options.payloadType ?? 0,
+    inactivityMs: options.inactivityMs ?? 5000,
+    peerTelephoneEvent: 101,
+    sessionTelephoneEvent: options.telephoneEvent === false ? undefined : 101,
+  });
   const inbound: PcmFrame[] = [];
   session.channel.onInbound((frame) => inbound.push(frame));
   return { session, peer, inbound };
@@ -99,8 +93,7 @@ describe('RTP session', () => {
   });
 
   it("symmetric RTP: packets go to the SDP's port until the far end's first packet, then to where it sends from; others' packets are dropped", async () => {
-    const session = await openRtpSession({ portRange, bindAddress: loopback });
-    sessions.push(session);
+    const session = await rtp.session();
     const decoy = createSocket('udp4');
     await new Promise<void>((resolve) => decoy.bind(0, loopback, resolve));
     let atDecoy = 0;
@@ -110,15 +103,13 @@ describe('RTP session', () => {
     session.setRemote({ address: loopback, port: decoy.address().port, payloadType: 0 });
     await until('packets at the SDP address', () => atDecoy >= 3);
     // The far end writes the decoy's port in its SDP but sends (and receives) from another.
-    const peer = await RtpPeer.open({ address: loopback, port: session.localPort });
-    peers.push(peer);
+    const peer = await rtp.peer(session);
     peer.keepAlive();
     await until('packets at the real source', () => peer.receivedPackets >= 5);
     assert.deepEqual(session.sendingTo, { address: loopback, port: peer.port });
     const decoyCount = atDecoy;
     // A third party sends well-formed RTP: dropped, and the stream stays latched.
-    const intruder = await RtpPeer.open({ address: loopback, port: session.localPort });
-    peers.push(intruder);
+    const intruder = await rtp.peer(session);
     for (let i = 0; i < 5; i++) intruder.sendFrame(tone8k(1000, 20_000, PHONE_FRAME));
     await until('the intruder counted', () => (session.stats.dropped.foreign_source ?? 0) === 5);
     await new Promise((resolve) => setTimeout(resolve, 100));

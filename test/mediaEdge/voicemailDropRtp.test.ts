@@ -3,27 +3,19 @@
 // festival-made voicemail greeting and a beep in real time. The edge takes it for a machine,
 // waits for the beep to end, and the far end hears the message only after it sent the beep.
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { rms } from '../../src/mediaEdge/audio/level.js';
 import { decodeMulaw } from '../../src/mediaEdge/audio/mulaw.js';
 import { resample } from '../../src/mediaEdge/audio/resample.js';
 import { screenAnsweredCall } from '../../src/mediaEdge/conversation/voicemailDrop.js';
-import { openRtpSession, type RtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import type { SpeechSynthesizer } from '../../src/mediaEdge/speech/interfaces.js';
-import { RtpPeer } from '../support/rtpPeer.js';
+import { loopbackRtp } from '../support/loopbackRtp.js';
 import { spoken } from '../support/spokenAudio.js';
 
 // A range of its own (other test files open sessions at the same time).
-const portRange = { min: 47_400, max: 47_419 };
-const loopback = '127.0.0.1';
-const sessions: RtpSession[] = [];
-const peers: RtpPeer[] = [];
-after(() => {
-  for (const s of sessions) s.close();
-  for (const p of peers) p.close();
-});
+const rtp = loopbackRtp({ min: 47_400, max: 47_419 });
 
 const samplesOf = (ms: number, rate = SAMPLE_RATE) => Math.round((ms * rate) / 1000);
 const tone = (hz: number, ms: number, amplitude: number) => Int16Array.from({ length: samplesOf(ms) }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / SAMPLE_RATE)));
@@ -40,11 +32,7 @@ const hum: SpeechSynthesizer = {
 
 describe('voicemail drop over RTP', () => {
   it('hears a greeting and its beep through G.711, and the message reaches the far end after the beep', async () => {
-    const session = await openRtpSession({ portRange, bindAddress: loopback, inactivityMs: 10_000 });
-    sessions.push(session);
-    const peer = await RtpPeer.open({ address: loopback, port: session.localPort }, { payloadType: 0 });
-    peers.push(peer);
-    session.setRemote({ address: loopback, port: peer.port, payloadType: 0 });
+    const { session, peer } = await rtp.call({ payloadType: 0, inactivityMs: 10_000 });
 
     const greeting = await spoken("It's Lisa. Leave a message after the beep.");
     const line = joinFrames([new Int16Array(samplesOf(300)), greeting, new Int16Array(samplesOf(500)), tone(1000, 400, 14_000)]);

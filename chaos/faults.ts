@@ -79,7 +79,8 @@ export class FaultInjector {
     private readonly cluster: Cluster,
     private readonly api: ApiClient,
     private readonly ledger: Ledger,
-    private readonly team: LoadTeam,
+    /** The canaries' own team, so they do not wait in the load's line for slots. */
+    private readonly canaryTeam: Pick<LoadTeam, 'key' | 'scriptId' | 'from'>,
     private readonly random: SeededRandom,
     /** No canary is waited for past this instant (the run's time budget). */
     private readonly giveUpAt = Infinity,
@@ -212,17 +213,15 @@ export class FaultInjector {
     let callId: string | undefined;
     while (!callId && Date.now() < deadline) {
       const created = await this.api.request('create-phone-call (canary)', 'POST', '/api/v1/create-phone-call', {
-        key: this.team.key,
-        body: { from_number: this.team.from, script_id: this.team.scriptId, contact: { phone_number: to, first_name: 'Canary', last_name: String(seq) } },
+        key: this.canaryTeam.key,
+        body: { from_number: this.canaryTeam.from, script_id: this.canaryTeam.scriptId, contact: { phone_number: to, first_name: 'Canary', last_name: String(seq) } },
         headers: { 'Idempotency-Key': `canary-${seq}` },
       });
-      if (typeof created.status === 'number' && created.status < 300) {
-        callId = created.json.call_id as string;
-        this.ledger.recordCall({ callId, via: 'canary', toNumber: to, createdAt: Date.now(), scheduledAhead: false });
-      } else await sleep(500);
+      if (typeof created.status === 'number' && created.status < 300) callId = created.json.call_id as string;
+      else await sleep(500);
     }
     while (callId && Date.now() < deadline) {
-      const status = await this.api.request('get-call-status (canary)', 'GET', `/api/v1/get-call-status/${callId}`, { key: this.team.key });
+      const status = await this.api.request('get-call-status (canary)', 'GET', `/api/v1/get-call-status/${callId}`, { key: this.canaryTeam.key });
       const s = typeof status.status === 'number' && status.status < 300 ? (status.json?.call?.status as string | undefined) : undefined;
       if (s && s !== 'scheduled' && s !== 'in-progress') {
         fault.recoveryMs = Date.now() - fault.endedAt!;

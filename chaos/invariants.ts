@@ -41,13 +41,13 @@ interface CallRow {
   system_notes: unknown[];
 }
 
-export async function checkInvariants(pool: Pool, temporal: Client, teamId: string, ledger: Ledger, cluster: Cluster, faults: FaultInjector): Promise<{ results: InvariantResult[]; maxEndSeconds: number }> {
+export async function checkInvariants(pool: Pool, temporal: Client, teamIds: string[], ledger: Ledger, cluster: Cluster, faults: FaultInjector): Promise<{ results: InvariantResult[]; maxEndSeconds: number }> {
   const results: InvariantResult[] = [];
   const { rows: calls } = await pool.query<CallRow>(
     `SELECT id, type, status, to_number, end_time, system_notes,
             extract(epoch FROM end_time - greatest(scheduled_time, created_at))::float AS late_seconds
-       FROM calls WHERE team_id = $1`,
-    [teamId],
+       FROM calls WHERE team_id = ANY($1)`,
+    [teamIds],
   );
   const byId = new Map(calls.map((c) => [c.id, c]));
   let maxEndSeconds = 0;
@@ -75,13 +75,23 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
         return undefined;
       }
     });
-    for (const id of stillRunning) if (id) broken.push(`the workflow of call ${id} is still running`);
+    // A workflow still finishing its last steps (the row is terminal) gets half a minute.
+    let running = stillRunning.filter((id): id is string => !!id);
+    for (let i = 0; i < 15 && running.length; i++) {
+      await new Promise((r) => setTimeout(r, 2000));
+      const again = await mapLimit(running, 8, async (id) => {
+        const d = await temporal.workflow.getHandle(callWorkflowId(id)).describe().catch(() => undefined);
+        return d?.status.name === 'RUNNING' ? id : undefined;
+      });
+      running = again.filter((id): id is string => !!id);
+    }
+    for (const id of running) broken.push(`the workflow of call ${id} is still running`);
     results.push(result('Calls end once', `${calls.length} calls (every one the team has), longest ${maxEndSeconds.toFixed(0)} s from due to end (bound ${CALL_END_BOUND_SECONDS} s)`, broken));
   }
 
   // Browser calls whose edge was killed end dropout with a System Note; their slots are free (checked under Slots too).
   {
-    const { rows: sessions } = await pool.query<{ id: string; call_id: string | null }>('SELECT id, call_id FROM web_sessions WHERE team_id = $1', [teamId]);
+    const { rows: sessions } = await pool.query<{ id: string; call_id: string | null }>('SELECT id, call_id FROM web_sessions WHERE team_id = ANY($1)', [teamIds]);
     const callOfSession = new Map(sessions.map((s) => [s.id, s.call_id]));
     const broken: string[] = [];
     let killed = 0;
@@ -115,10 +125,10 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
   // Slots: never above the ceiling at a sample, none live at the end.
   {
     const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM concurrency_slots s WHERE s.team_id = $1 AND (
+      `SELECT count(*)::int AS n FROM concurrency_slots s WHERE s.team_id = ANY($1) AND (
          (s.kind = 'session' AND s.expires_at > clock_timestamp())
          OR (s.kind = 'call' AND EXISTS (SELECT 1 FROM calls c WHERE c.id = s.call_id AND c.status IN ('scheduled', 'in-progress'))))`,
-      [teamId],
+      [teamIds],
     );
     const broken: string[] = [];
     if (ledger.slotOverruns > 0) broken.push(`${ledger.slotOverruns} samples saw more live slots than max_concurrent`);
@@ -130,7 +140,7 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
   {
     const broken: string[] = [];
     const numbers = [...ledger.idempotent.values()].map((e) => e.toNumber);
-    const { rows } = await pool.query<{ to_number: string; n: number }>('SELECT to_number, count(*)::int AS n FROM calls WHERE team_id = $1 AND to_number = ANY($2) GROUP BY to_number', [teamId, numbers]);
+    const { rows } = await pool.query<{ to_number: string; n: number }>('SELECT to_number, count(*)::int AS n FROM calls WHERE team_id = ANY($1) AND to_number = ANY($2) GROUP BY to_number', [teamIds, numbers]);
     const perNumber = new Map(rows.map((r) => [r.to_number, r.n]));
     for (const [key, e] of ledger.idempotent) {
       if (new Set(e.callIds).size > 1) broken.push(`Idempotency-Key ${key} answered ${new Set(e.callIds).size} different calls`);
@@ -144,7 +154,7 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
   {
     const broken: string[] = [];
     const numbers = [...ledger.hookDeliveries.values()].map((e) => e.toNumber);
-    const { rows } = await pool.query<{ to_number: string; n: number }>('SELECT to_number, count(*)::int AS n FROM calls WHERE team_id = $1 AND to_number = ANY($2) GROUP BY to_number', [teamId, numbers]);
+    const { rows } = await pool.query<{ to_number: string; n: number }>('SELECT to_number, count(*)::int AS n FROM calls WHERE team_id = ANY($1) AND to_number = ANY($2) GROUP BY to_number', [teamIds, numbers]);
     const perNumber = new Map(rows.map((r) => [r.to_number, r.n]));
     const { rows: claims } = await pool.query<{ delivery_id: string; n: number }>('SELECT delivery_id, count(*)::int AS n FROM hook_deliveries WHERE delivery_id = ANY($1) GROUP BY delivery_id', [[...ledger.hookDeliveries.keys()]]);
     const perDelivery = new Map(claims.map((r) => [r.delivery_id, r.n]));
@@ -158,7 +168,7 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
 
   // Web sessions: each ended used or expired; no token redeemed twice (one web call per used session, no web call without one).
   {
-    const { rows: sessions } = await pool.query<{ id: string; status: string; call_id: string | null }>('SELECT id, status, call_id FROM web_sessions WHERE team_id = $1', [teamId]);
+    const { rows: sessions } = await pool.query<{ id: string; status: string; call_id: string | null }>('SELECT id, status, call_id FROM web_sessions WHERE team_id = ANY($1)', [teamIds]);
     const broken: string[] = [];
     for (const s of sessions) if (s.status !== 'used' && s.status !== 'expired') broken.push(`session ${s.id} is still ${s.status}`);
     const sessionCalls = new Set(sessions.map((s) => s.call_id).filter(Boolean));
@@ -171,7 +181,7 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
 
   // Event webhooks: every event delivered (a 200) at least once; one id per event.
   {
-    const { rows: events } = await pool.query<{ id: string; type: string; call_id: string | null }>('SELECT id, type, call_id FROM webhook_events WHERE team_id = $1', [teamId]);
+    const { rows: events } = await pool.query<{ id: string; type: string; call_id: string | null }>('SELECT id, type, call_id FROM webhook_events WHERE team_id = ANY($1)', [teamIds]);
     const delivered = new Set(cluster.receiver.received.filter((r) => r.status === 200).map((r) => r.id));
     const broken: string[] = [];
     for (const e of events) if (!delivered.has(e.id)) broken.push(`event ${e.id} (${e.type}) never reached the receiver`);
@@ -205,12 +215,12 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamId: stri
     const broken: string[] = [];
     for (const [id, c] of ledger.calls) if (!byId.has(id)) broken.push(`call ${id} (${c.via}) answered 2xx is not in the database`);
     const { rows: members } = await pool.query<{ phone_number: string }>(
-      'SELECT c.phone_number FROM list_contacts l JOIN contacts c ON c.id = l.contact_id WHERE l.list_id = (SELECT id FROM lists WHERE team_id = $1 ORDER BY created_at LIMIT 1)',
-      [teamId],
+      'SELECT c.phone_number FROM list_contacts l JOIN contacts c ON c.id = l.contact_id WHERE l.list_id = (SELECT id FROM lists WHERE team_id = ANY($1) ORDER BY created_at LIMIT 1)',
+      [teamIds],
     );
     const inList = new Set(members.map((m) => m.phone_number));
     for (const n of ledger.listContacts) if (!inList.has(n)) broken.push(`list contact ${n} answered 2xx is not in the list`);
-    const { rows: dnc } = await pool.query<{ phone_number: string }>('SELECT phone_number FROM do_not_call WHERE team_id = $1', [teamId]);
+    const { rows: dnc } = await pool.query<{ phone_number: string }>('SELECT phone_number FROM do_not_call WHERE team_id = ANY($1)', [teamIds]);
     const onList = new Set(dnc.map((d) => d.phone_number));
     for (const n of ledger.doNotCall) if (!onList.has(n)) broken.push(`do-not-call ${n} answered 2xx is not on the list`);
     results.push(result('Writes', `${ledger.calls.size} calls, ${ledger.listContacts.length} list contacts, ${ledger.doNotCall.size} do-not-call numbers answered 2xx`, broken));

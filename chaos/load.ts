@@ -12,6 +12,8 @@ import type { SeededRandom } from './seededRandom.js';
 
 export interface LoadTeam {
   key: string;
+  /** The key of the team of web sessions and browser calls (its slots are not taken by the phone load). */
+  browserKey: string;
   scriptId: string;
   voiceScriptId: string;
   from: string;
@@ -179,7 +181,7 @@ export class Load {
   /** A web session minted and never used: it must expire and give its slot back. */
   async unusedSession(): Promise<void> {
     if (Date.now() > this.mintUntil) return;
-    const answer = await this.api.request('create-web-session', 'POST', '/api/v1/create-web-session', { key: this.team.key, body: { script_id: this.team.voiceScriptId } });
+    const answer = await this.api.request('create-web-session', 'POST', '/api/v1/create-web-session', { key: this.team.browserKey, body: { script_id: this.team.voiceScriptId } });
     if (ok(answer)) this.ledger.sessions.set(answer.json.session_id, { mintedAt: Date.now(), expiresAt: Date.parse(answer.json.expires_at), redeemed: false });
   }
 
@@ -194,7 +196,7 @@ export class Load {
     if (this.liveBrowserCalls >= max) return;
     this.liveBrowserCalls += 1;
     try {
-      const minted = await this.api.request('create-web-session (browser)', 'POST', '/api/v1/create-web-session', { key: this.team.key, body: { script_id: this.team.voiceScriptId } });
+      const minted = await this.api.request('create-web-session (browser)', 'POST', '/api/v1/create-web-session', { key: this.team.browserKey, body: { script_id: this.team.voiceScriptId } });
       if (!ok(minted)) return;
       const sessionId: string = minted.json.session_id;
       this.ledger.sessions.set(sessionId, { mintedAt: Date.now(), expiresAt: Date.parse(minted.json.expires_at), redeemed: true });

@@ -45,6 +45,10 @@ export interface ChaosReport {
 
 /** The team's concurrency ceiling: low enough that calls wait for slots at times. */
 const MAX_CONCURRENT = 8;
+/** The browser-call team's: a few browser calls and the sessions left to expire. */
+const BROWSER_MAX_CONCURRENT = 4;
+
+type CanaryTeam = Pick<LoadTeam, 'key' | 'scriptId' | 'from'>;
 /** The longest the run waits, after the load, for every call, session and delivery to settle. */
 const SETTLE_MS = 5 * 60_000;
 /** Web sessions expire two minutes after minting (docs/web-calls.md). */
@@ -88,14 +92,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const temporal = new Client({ connection });
     const ledger = new Ledger();
     const api = new ApiClient(cluster.apiBase, ledger);
-    const { team, teamId } = await setUp(pool, temporal, api, cluster);
-    out(`service up: API ${cluster.apiBase}, Temporal ${cluster.temporalAddress}, media edge ws://127.0.0.1:${cluster.edgePort}/ws; team ${teamId} (max_concurrent ${MAX_CONCURRENT})`);
+    const { team, teamIds, canary } = await setUp(pool, temporal, api, cluster);
+    out(`service up: API ${cluster.apiBase}, Temporal ${cluster.temporalAddress}, media edge ws://127.0.0.1:${cluster.edgePort}/ws; teams ${teamIds.join(', ')} (max_concurrent ${MAX_CONCURRENT}, ${BROWSER_MAX_CONCURRENT})`);
     const answers = await SpokenAnswers.prepare(['yes']);
 
-    stopSampling = sampleSlots(pool, teamId, ledger);
+    stopSampling = sampleSlots(pool, teamIds, ledger);
     const loadMs = opts.minutes * 60_000;
     const start = Date.now();
-    const faults = new FaultInjector(cluster, api, ledger, team, random, budgetEnd - 120_000);
+    const faults = new FaultInjector(cluster, api, ledger, canary, random, budgetEnd - 120_000);
     const load = new Load(api, ledger, team, random, answers, start + Math.max(15_000, loadMs - SESSION_LIFETIME_MS - 30_000), (d) => faults.browserCallLive(d));
     const plan = planFaults(random, opts.minutes, 15_000, Math.max(20_000, loadMs - 10_000));
     out(`faults planned: ${plan.length} (${plan.map((f) => `${(f.at / 1000).toFixed(0)}s ${f.kind}`).join('; ')})`);
@@ -105,11 +109,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     out(`load stopped after ${seconds(Date.now() - start)}; waiting for the faults still under way and the service to settle`);
     await load.stop();
     await injecting;
-    const settledIn = await settle(pool, teamId, Math.min(SETTLE_MS, budgetEnd - 60_000 - Date.now()));
+    const settledIn = await settle(pool, teamIds, Math.min(SETTLE_MS, budgetEnd - 60_000 - Date.now()));
     stopSampling();
     out(`settled ${settledIn === undefined ? 'NOT within the time left' : `in ${seconds(settledIn)}`} after the last fault`);
 
-    const { results } = await checkInvariants(pool, temporal, teamId, ledger, cluster, faults);
+    const { results } = await checkInvariants(pool, temporal, teamIds, ledger, cluster, faults);
     const report: ChaosReport = { seed: opts.seed, held: results.every((r) => r.held), invariants: results, faults: faultTable(faults), dir };
     printReport(out, report, opts, Date.now() - start);
     return report;
@@ -126,18 +130,25 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 }
 
 /** The team, its numbers and scripts, the webhook endpoint, the hook, the list and its batch. */
-async function setUp(pool: Pool, temporal: Client, api: ApiClient, cluster: Cluster): Promise<{ team: LoadTeam; teamId: string }> {
+async function setUp(pool: Pool, temporal: Client, api: ApiClient, cluster: Cluster): Promise<{ team: LoadTeam; teamIds: string[]; canary: CanaryTeam }> {
   const { id: teamId, key } = await insertTeamWithKey(pool, 'chaos');
   await pool.query('UPDATE teams SET max_concurrent = $2 WHERE id = $1', [teamId, MAX_CONCURRENT]);
   const script = await insertScript(pool, { teamId, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
-  const voiceScript = await insertScript(pool, { teamId, name: VOICE_SCRIPT.name, definition: VOICE_SCRIPT });
   const from = (await addPhoneNumber(pool, teamId, '+12125550142')).phone_number;
+  // Web sessions and browser calls in a team of their own: the phone load keeps its team at the ceiling.
+  const browser = await insertTeamWithKey(pool, 'chaos browser calls');
+  await pool.query('UPDATE teams SET max_concurrent = $2 WHERE id = $1', [browser.id, BROWSER_MAX_CONCURRENT]);
+  const voiceScript = await insertScript(pool, { teamId: browser.id, name: VOICE_SCRIPT.name, definition: VOICE_SCRIPT });
+  // The canaries' team: the recovery they measure is not the load's line for slots.
+  const canaryTeam = await insertTeamWithKey(pool, 'chaos canaries');
+  const canaryScript = await insertScript(pool, { teamId: canaryTeam.id, name: DEMO_SCRIPT.name, definition: DEMO_SCRIPT });
+  const canaryFrom = (await addPhoneNumber(pool, canaryTeam.id, '+12125550143')).phone_number;
   const must = async (what: string, answer: Promise<{ status: number | 'no-answer'; json: any }>) => {
     const a = await answer;
     if (typeof a.status !== 'number' || a.status >= 300) throw new Error(`set-up: ${what} answered ${a.status}: ${JSON.stringify(a.json)}`);
     return a.json;
   };
-  await must('webhook endpoint', api.request('set-up', 'POST', '/api/v1/webhook-endpoints', { key, body: { url: `http://127.0.0.1:${cluster.receiver.port}/events` } }));
+  for (const k of [key, browser.key]) await must('webhook endpoint', api.request('set-up', 'POST', '/api/v1/webhook-endpoints', { key: k, body: { url: `http://127.0.0.1:${cluster.receiver.port}/events` } }));
   const list = await must('list', api.request('set-up', 'POST', '/api/v1/lists', { key, body: { name: 'chaos batch' } }));
   await must(
     'list contacts',
@@ -147,25 +158,32 @@ async function setUp(pool: Pool, temporal: Client, api: ApiClient, cluster: Clus
   const hookSecret = 'chaos-hook-signing-secret-0123456789';
   const hook = await createHook(pool, { teamId, secret: hookSecret, automation: { kind: 'schedule_call', script_id: script.id, from_number: from } }, secretBox(config));
   await createBatch({ pool, temporal, config, logger: createLogger('silent') }, { teamId, listId: list.list_id, scriptId: script.id, fromNumber: from, callingWindow: null });
-  return { teamId, team: { key, scriptId: script.id, voiceScriptId: voiceScript.id, from, listId: list.list_id, hookPath: hook.path, hookSecret } };
+  return {
+    teamIds: [teamId, browser.id],
+    team: { key, browserKey: browser.key, scriptId: script.id, voiceScriptId: voiceScript.id, from, listId: list.list_id, hookPath: hook.path, hookSecret },
+    canary: { key: canaryTeam.key, scriptId: canaryScript.id, from: canaryFrom },
+  };
 }
 
-/** Samples the team's live slots every second (skipping samples while Postgres is down). */
-function sampleSlots(pool: Pool, teamId: string, ledger: Ledger): () => void {
+/** Samples the teams' live slots every second against each one's ceiling (skipping samples while Postgres is down). */
+function sampleSlots(pool: Pool, teamIds: string[], ledger: Ledger): () => void {
   let stopped = false;
   void (async () => {
     while (!stopped) {
       try {
         const { rows } = await pool.query<{ live: number; ceiling: number }>(
-          `SELECT (SELECT count(*)::int FROM concurrency_slots s WHERE s.team_id = $1 AND (
+          `SELECT t.max_concurrent AS ceiling,
+                  (SELECT count(*)::int FROM concurrency_slots s WHERE s.team_id = t.id AND (
                     (s.kind = 'session' AND s.expires_at > clock_timestamp())
-                    OR (s.kind = 'call' AND EXISTS (SELECT 1 FROM calls c WHERE c.id = s.call_id AND c.status IN ('scheduled', 'in-progress'))))) AS live,
-                  (SELECT max_concurrent FROM teams WHERE id = $1) AS ceiling`,
-          [teamId],
+                    OR (s.kind = 'call' AND EXISTS (SELECT 1 FROM calls c WHERE c.id = s.call_id AND c.status IN ('scheduled', 'in-progress'))))) AS live
+             FROM teams t WHERE t.id = ANY($1)`,
+          [teamIds],
         );
         ledger.slotSamples += 1;
-        ledger.maxSlots = Math.max(ledger.maxSlots, rows[0].live);
-        if (rows[0].live > rows[0].ceiling) ledger.slotOverruns += 1;
+        for (const r of rows) {
+          ledger.maxSlots = Math.max(ledger.maxSlots, r.live);
+          if (r.live > r.ceiling) ledger.slotOverruns += 1;
+        }
       } catch {
         // Postgres restarting: no sample.
       }
@@ -177,16 +195,16 @@ function sampleSlots(pool: Pool, teamId: string, ledger: Ledger): () => void {
   };
 }
 
-/** Waits until no call is open, no session unused, no event delivery pending; the time it took, or undefined. */
-async function settle(pool: Pool, teamId: string, withinMs: number): Promise<number | undefined> {
+/** Waits until no call is open or unanalysed, no session unused, no event delivery pending; the time it took, or undefined. */
+async function settle(pool: Pool, teamIds: string[], withinMs: number): Promise<number | undefined> {
   const start = Date.now();
   while (Date.now() - start < withinMs) {
     try {
       const { rows } = await pool.query<{ open: number }>(
-        `SELECT (SELECT count(*) FROM calls WHERE team_id = $1 AND status IN ('scheduled', 'in-progress'))
-              + (SELECT count(*) FROM web_sessions WHERE team_id = $1 AND status = 'minted')
-              + (SELECT count(*) FROM webhook_deliveries WHERE team_id = $1 AND status IN ('pending', 'retrying')) AS open`,
-        [teamId],
+        `SELECT (SELECT count(*) FROM calls WHERE team_id = ANY($1) AND (status IN ('scheduled', 'in-progress') OR progress <> 'done'))
+              + (SELECT count(*) FROM web_sessions WHERE team_id = ANY($1) AND status = 'minted')
+              + (SELECT count(*) FROM webhook_deliveries WHERE team_id = ANY($1) AND status IN ('pending', 'retrying')) AS open`,
+        [teamIds],
       );
       if (Number(rows[0].open) === 0) return Date.now() - start;
     } catch {

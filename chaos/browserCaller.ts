@@ -52,7 +52,13 @@ export class SpokenAnswers {
  * `onLive` is called once media flows.
  */
 export async function browserCall(bootstrap: Bootstrap, spokenAnswers: SpokenAnswers, onLive: () => void, timeoutMs = 120_000): Promise<string> {
-  const sip = await SipTestClient.connect(bootstrap.ws_url);
+  let sip: SipTestClient;
+  try {
+    sip = await SipTestClient.connect(bootstrap.ws_url);
+  } catch (err) {
+    // The edge is down (killed, restarting): the caller's page would show an error.
+    return `error: ${(err as Error).message}`;
+  }
   const peer = new BrowserPeer('opus', { decode: false });
   let lastPacketAt = 0;
   let heardSincePrompt = false;

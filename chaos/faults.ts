@@ -132,7 +132,14 @@ export class FaultInjector {
           .then(() => {
             fault.endedAt = Date.now();
           });
-        this.pending.push(restarted.then(() => this.measureRecovery(fault)));
+        this.pending.push(
+          restarted.then(
+            () => this.measureRecovery(fault),
+            (err: unknown) => {
+              fault.note = `restart failed: ${(err as Error).message}`;
+            },
+          ),
+        );
         return;
       }
       case 'SIGKILL the API mid-request, restart': {

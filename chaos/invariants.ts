@@ -86,7 +86,7 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamIds: str
       running = again.filter((id): id is string => !!id);
     }
     for (const id of running) broken.push(`the workflow of call ${id} is still running`);
-    results.push(result('Calls end once', `${calls.length} calls (every one the team has), longest ${maxEndSeconds.toFixed(0)} s from due to end (bound ${CALL_END_BOUND_SECONDS} s)`, broken));
+    results.push(result('Calls end once', `${calls.length} calls (every one of the two teams), longest ${maxEndSeconds.toFixed(0)} s from due to end (bound ${CALL_END_BOUND_SECONDS} s)`, broken));
   }
 
   // Browser calls whose edge was killed end dropout with a System Note; their slots are free (checked under Slots too).

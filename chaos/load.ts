@@ -248,7 +248,8 @@ export class Load {
         (async () => {
           const calls: Promise<void>[] = [];
           while (!this.stopped) {
-            calls.push(this.browser(browserCalls));
+            // A browser call's failure is its outcome, never the run's.
+            calls.push(this.browser(browserCalls).catch(() => {}));
             await sleep(this.random.int(3000, 8000));
           }
           await Promise.all(calls);

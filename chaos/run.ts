@@ -105,6 +105,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     out(`faults planned: ${plan.length} (${plan.map((f) => `${(f.at / 1000).toFixed(0)}s ${f.kind}`).join('; ')})`);
     load.start(3, opts.browserCalls ?? 1);
     const injecting = faults.run(plan, start);
+    // Awaited after the load; until then a failed fault must not end the process unhandled.
+    injecting.catch(() => {});
     await sleep(loadMs);
     out(`load stopped after ${seconds(Date.now() - start)}; waiting for the faults still under way and the service to settle`);
     await load.stop();

@@ -163,24 +163,26 @@ export class FaultInjector {
       case 'restart the Temporal dev server': {
         const from = Date.now();
         await c.stopTemporal();
-        await c.startTemporal();
+        // Down until it is started again: while it starts, its frontend answers before the
+        // namespace is ready, so health may rightly say ok then.
         this.outages.push({ part: 'temporal', from, to: Date.now() });
+        await c.startTemporal();
         break;
       }
       case 'restart Postgres': {
         const from = Date.now();
         await c.stopPostgres();
         await sleep(POSTGRES_DOWN_MS);
-        await c.startPostgres();
         this.outages.push({ part: 'database', from, to: Date.now() });
+        await c.startPostgres();
         break;
       }
       case 'stop Redis for 30 s': {
         const from = Date.now();
         await c.redis.kill();
         await sleep(REDIS_DOWN_MS);
-        await c.redis.start();
         this.outages.push({ part: 'redis', from, to: Date.now() });
+        await c.redis.start();
         break;
       }
       case 'SIGSTOP a worker past the heartbeat timeouts': {

@@ -46,7 +46,7 @@ const SETTINGS = {
 /** What the stand-in far end does with an INVITE to one number. */
 type Callee =
   /** Answers after this long; a person says "hello" at once (default), a silent line says nothing (a machine by its initial silence). */
-  | { answerAfterMs: number; line?: 'hello' | 'silent' | 'greeting' }
+  | { answerAfterMs: number; line?: 'hello' | 'silent' }
   | { reject: [number, string] }
   | { ringUntilCancelled: true }
   | { crashAfterInvite: true }
@@ -87,17 +87,15 @@ class StandInTrunk {
     return Promise.race([cancelled, answered]);
   }
 
-  /** The 200's SDP and dialog; a person's RTP says "hello" (half a second of noise), a machine's greeting goes on for 30 s, then the line stays open with silence. */
-  private async answer(req: OutboundInvite, line: 'hello' | 'silent' | 'greeting'): Promise<OutboundInviteResult> {
+  /** The 200's SDP and dialog; a person's RTP says "hello" (half a second of noise) and then keeps the line open with silence. */
+  private async answer(req: OutboundInvite, line: 'hello' | 'silent'): Promise<OutboundInviteResult> {
     let port = 9;
-    if (line === 'hello' || line === 'greeting') {
+    if (line === 'hello') {
       const edgePort = Number(/^m=audio (\d+)/m.exec(req.sdp)?.[1]);
       const peer = await RtpPeer.open({ address: '127.0.0.1', port: edgePort });
       this.peers.push(peer);
       port = peer.port;
-      // A machine's greeting that never ends (30 s, no beep) holds the screening until its
-      // longest wait for the beep; a person's hello is half a second.
-      const hello = Int16Array.from({ length: line === 'greeting' ? 240_000 : 4000 }, () => Math.round((Math.random() - 0.5) * 8000));
+      const hello = Int16Array.from({ length: 4000 }, () => Math.round((Math.random() - 0.5) * 8000));
       void peer.play(Int16Array.from([...new Int16Array(1600), ...hello]), { thenSilence: true });
     }
     const answer = g711Answer(req.sdp, { address: '127.0.0.1', port, sessionId: 1 });
@@ -379,27 +377,6 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
     const row = await callRow(app.pool, callId);
     assert.deepEqual(row.conversation, []);
     assert.match(row.system_notes.find((n) => n.kind === 'voicemail_detection')?.text ?? '', /The script has no voicemail message: the agent hung up/);
-  });
-
-  test('cancel-call while the answer is screened hangs up (BYE, no CANCEL) before the message, and the call ends cancelled', async () => {
-    const script = await insertScript(app.pool, {
-      teamId: team.teamId,
-      name: 'Cancelled on a machine',
-      definition: { name: 'Cancelled on a machine', voicemail_message: 'Please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] },
-    });
-    // A greeting with no beep: the message waits for the screening's longest wait (7 s here),
-    // where a silent line is a machine after 2.5 s, too soon for a cancel on a busy machine.
-    const { callId, to } = await createPhoneCall({ answerAfterMs: 500, line: 'greeting' }, script.id);
-    // Answered and held by the edge: the dial activity is screening the greeting.
-    for (let i = 0; i < 300 && !held.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(held.has(callId), 'the call was answered');
-    const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
-    assert.equal(res.status, 200, res.text);
-    assert.deepEqual(await screenedResult(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
-    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
-    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
-    assert.equal(saidOnEdge.get(callId), undefined, 'the screening stopped before the message');
-    assert.ok((await callRow(app.pool, callId)).system_notes.every((n) => n.kind !== 'voicemail_detection'));
   });
 
   test('a script with voicemail_detection false is not screened: the silent callee hears the script, and the call completes', async () => {

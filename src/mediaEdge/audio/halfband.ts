@@ -33,56 +33,140 @@ const ODD_TAPS = (() => {
 
 const clamp = (v: number) => (v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v));
 
-/** 8 kHz → 16 kHz, streaming: each push of n samples gives 2n, SIDE_TAPS + 1 input samples (1.6 ms) late. */
+// The taps as constants: the filters below are unrolled, one multiply-add per tap pair with no
+// loop or array read, in the order the plain loop would add them (the same output, bit for bit).
+const [T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11] = ODD_TAPS;
+
+/** Samples a converter's working buffer holds beyond its history before it grows (one 20 ms frame at 16 kHz). */
+const INITIAL_ROOM = 320;
+
+/**
+ * 8 kHz → 16 kHz, streaming: each push of n samples gives 2n, SIDE_TAPS + 1 input samples (1.6 ms) late.
+ * Its working buffer is kept from push to push (history first, then the new samples), so a frame
+ * costs its output array and nothing else.
+ */
 export class Upsampler2 {
-  /** The last 2·SIDE_TAPS input samples, oldest first. */
-  private history = new Float64Array(2 * SIDE_TAPS);
+  /** [0, 2·SIDE_TAPS): the last input samples, oldest first; after them, the samples being converted. */
+  private x = new Float64Array(2 * SIDE_TAPS + INITIAL_ROOM);
 
   push(samples: Int16Array): Int16Array {
-    const k = SIDE_TAPS;
-    const x = new Float64Array(this.history.length + samples.length);
-    x.set(this.history);
-    x.set(samples, this.history.length);
-    const out = new Int16Array(2 * samples.length);
-    // Output pair m is centred on x[m + k - 1] (even) and between it and the next (odd).
-    for (let m = 0; m < samples.length; m++) {
-      const c = m + k - 1;
-      let acc = 0;
-      for (let j = 1; j <= k; j++) acc += ODD_TAPS[j - 1] * (x[c - j + 1] + x[c + j]);
+    const x = this.room(samples.length);
+    for (let i = 0; i < samples.length; i++) x[2 * SIDE_TAPS + i] = samples[i];
+    return this.convert(samples.length);
+  }
+
+  /** G.711 codes decoded through `table` (code → sample) and converted, without an 8 kHz array between. */
+  pushCodes(codes: Uint8Array, table: Int16Array): Int16Array {
+    const x = this.room(codes.length);
+    for (let i = 0; i < codes.length; i++) x[2 * SIDE_TAPS + i] = table[codes[i]];
+    return this.convert(codes.length);
+  }
+
+  private room(n: number): Float64Array {
+    if (this.x.length < 2 * SIDE_TAPS + n) {
+      const grown = new Float64Array(2 * SIDE_TAPS + n);
+      grown.set(this.x.subarray(0, 2 * SIDE_TAPS));
+      this.x = grown;
+    }
+    return this.x;
+  }
+
+  private convert(n: number): Int16Array {
+    const x = this.x;
+    const out = new Int16Array(2 * n);
+    // Output pair m is centred on x[m + SIDE_TAPS - 1] (even) and between it and the next (odd).
+    for (let m = 0, c = SIDE_TAPS - 1; m < n; m++, c++) {
+      let acc = T0 * (x[c] + x[c + 1]);
+      acc += T1 * (x[c - 1] + x[c + 2]);
+      acc += T2 * (x[c - 2] + x[c + 3]);
+      acc += T3 * (x[c - 3] + x[c + 4]);
+      acc += T4 * (x[c - 4] + x[c + 5]);
+      acc += T5 * (x[c - 5] + x[c + 6]);
+      acc += T6 * (x[c - 6] + x[c + 7]);
+      acc += T7 * (x[c - 7] + x[c + 8]);
+      acc += T8 * (x[c - 8] + x[c + 9]);
+      acc += T9 * (x[c - 9] + x[c + 10]);
+      acc += T10 * (x[c - 10] + x[c + 11]);
+      acc += T11 * (x[c - 11] + x[c + 12]);
       out[2 * m] = clamp(x[c]);
       out[2 * m + 1] = clamp(2 * acc);
     }
-    this.history = x.slice(x.length - this.history.length);
+    x.copyWithin(0, n, n + 2 * SIDE_TAPS);
     return out;
   }
 }
 
-/** 16 kHz → 8 kHz, streaming: each push of 2n samples gives n (an odd push carries its last sample over). */
+/** Input samples the downsampler keeps from push to push (4·SIDE_TAPS − 2), besides an odd one left over. */
+const DOWN_SPAN = 4 * SIDE_TAPS - 2;
+
+/**
+ * 16 kHz → 8 kHz, streaming: each push of 2n samples gives n (an odd push carries its last sample
+ * over). Like the upsampler, it converts in a buffer kept from push to push.
+ */
 export class Downsampler2 {
-  /** The last 4·SIDE_TAPS − 2 input samples, oldest first, plus any odd one left over. */
-  private history = new Float64Array(4 * SIDE_TAPS - 2);
-  private carry: number[] = [];
+  /** [0, DOWN_SPAN): the last input samples, oldest first; then any odd one left over; then the new samples. */
+  private x = new Float64Array(DOWN_SPAN + 1 + INITIAL_ROOM);
+  /** Samples held in x (DOWN_SPAN, or one more with a sample left over). */
+  private held = DOWN_SPAN;
 
   push(samples: Int16Array): Int16Array {
-    const k = SIDE_TAPS;
-    const span = 4 * k - 2;
-    const x = new Float64Array(span + this.carry.length + samples.length);
-    x.set(this.history);
-    x.set(this.carry, span);
-    x.set(samples, span + this.carry.length);
-    const fresh = x.length - span;
-    const count = Math.floor(fresh / 2);
+    const count = this.take(samples);
     const out = new Int16Array(count);
-    for (let m = 0; m < count; m++) {
-      // Centred on x[2m + 2k - 1]: its odd neighbours carry the taps.
-      const c = 2 * m + 2 * k - 1;
-      let acc = 0.5 * x[c];
-      for (let j = 1; j <= k; j++) acc += ODD_TAPS[j - 1] * (x[c - 2 * j + 1] + x[c + 2 * j - 1]);
-      out[m] = clamp(acc);
-    }
-    const used = span + 2 * count;
-    this.carry = Array.from(x.subarray(used));
-    this.history = x.slice(used - span, used);
+    const x = this.x;
+    for (let m = 0, c = 2 * SIDE_TAPS - 1; m < count; m++, c += 2) out[m] = clamp(this.output(x, c));
+    this.keep(count);
     return out;
+  }
+
+  /**
+   * Converts and encodes in one pass: each 8 kHz sample goes through `table` (indexed by the
+   * sample's 16 bits, as G.711's encode tables are) into `out` from `offset`. Returns how many were written.
+   */
+  pushEncoded(samples: Int16Array, table: Uint8Array, out: Uint8Array, offset: number): number {
+    const count = this.take(samples);
+    if (offset + count > out.length) throw new RangeError(`${count} encoded samples do not fit at ${offset} in ${out.length} bytes`);
+    const x = this.x;
+    for (let m = 0, c = 2 * SIDE_TAPS - 1; m < count; m++, c += 2) out[offset + m] = table[clamp(this.output(x, c)) & 0xffff];
+    this.keep(count);
+    return count;
+  }
+
+  /** Appends the samples after what is held; returns the outputs they complete. */
+  private take(samples: Int16Array): number {
+    const needed = this.held + samples.length;
+    if (this.x.length < needed) {
+      const grown = new Float64Array(needed);
+      grown.set(this.x.subarray(0, this.held));
+      this.x = grown;
+    }
+    const x = this.x;
+    for (let i = 0, at = this.held; i < samples.length; i++, at++) x[at] = samples[i];
+    this.held = needed;
+    return (needed - DOWN_SPAN) >> 1;
+  }
+
+  /** The output centred on x[c]: its odd neighbours carry the taps. */
+  private output(x: Float64Array, c: number): number {
+    let acc = 0.5 * x[c];
+    acc += T0 * (x[c - 1] + x[c + 1]);
+    acc += T1 * (x[c - 3] + x[c + 3]);
+    acc += T2 * (x[c - 5] + x[c + 5]);
+    acc += T3 * (x[c - 7] + x[c + 7]);
+    acc += T4 * (x[c - 9] + x[c + 9]);
+    acc += T5 * (x[c - 11] + x[c + 11]);
+    acc += T6 * (x[c - 13] + x[c + 13]);
+    acc += T7 * (x[c - 15] + x[c + 15]);
+    acc += T8 * (x[c - 17] + x[c + 17]);
+    acc += T9 * (x[c - 19] + x[c + 19]);
+    acc += T10 * (x[c - 21] + x[c + 21]);
+    acc += T11 * (x[c - 23] + x[c + 23]);
+    return acc;
+  }
+
+  /** Keeps the last DOWN_SPAN samples the outputs used, and any one left over, for the next push. */
+  private keep(count: number): void {
+    const used = DOWN_SPAN + 2 * count;
+    this.x.copyWithin(0, used - DOWN_SPAN, this.held);
+    this.held -= used - DOWN_SPAN;
   }
 }

@@ -10,7 +10,7 @@
  *   trunk (src/mediaEdge/rtp/) take PCMU or PCMA, whichever the far end offers.
  */
 import OpusScript from 'opusscript';
-import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../audio/mulaw.js';
+import { ALAW_DECODE_TABLE, ALAW_ENCODE_TABLE, MULAW_DECODE_TABLE, MULAW_ENCODE_TABLE } from '../audio/mulaw.js';
 import { Downsampler2, Upsampler2 } from '../audio/halfband.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../media/channel.js';
 
@@ -75,27 +75,31 @@ class OpusCodec implements AudioCodec {
 /**
  * G.711 at 8 kHz, μ-law (PCMU) or A-law (PCMA), to and from the channel's 16 kHz by the
  * half-band converters (audio/halfband.ts): a quarter of the general resampler's CPU, which
- * every phone call pays 50 times a second each way.
+ * every phone call pays 50 times a second each way. The law's tables are read inside the
+ * converters' loops (decode while filling the upsampler, encode as each 8 kHz sample is made),
+ * so no 8 kHz array is made in between.
  */
 class G711Codec implements AudioCodec {
   readonly clockRate = 8000;
   readonly frameTicks = 160;
   private readonly up = new Upsampler2();
   private readonly down = new Downsampler2();
-  private readonly decodeLaw: (codes: Uint8Array) => Int16Array;
-  private readonly encodeLaw: (samples: Int16Array) => Uint8Array;
+  private readonly decodeTable: Int16Array;
+  private readonly encodeTable: Uint8Array;
 
   constructor(readonly name: 'PCMU' | 'PCMA') {
-    [this.decodeLaw, this.encodeLaw] = name === 'PCMU' ? [decodeMulaw, encodeMulaw] : [decodeAlaw, encodeAlaw];
+    [this.decodeTable, this.encodeTable] = name === 'PCMU' ? [MULAW_DECODE_TABLE, MULAW_ENCODE_TABLE] : [ALAW_DECODE_TABLE, ALAW_ENCODE_TABLE];
   }
 
   decode(payload: Uint8Array): Int16Array {
-    return this.up.push(this.decodeLaw(payload));
+    return this.up.pushCodes(payload, this.decodeTable);
   }
 
   encode(frame: Int16Array): Buffer {
-    const codes = this.encodeLaw(this.down.push(frame));
-    return Buffer.from(codes.buffer, codes.byteOffset, codes.length);
+    // Half the samples, and one more when an odd sample is left over from the last frame.
+    const out = Buffer.allocUnsafe((frame.length >> 1) + 1);
+    const written = this.down.pushEncoded(frame, this.encodeTable, out, 0);
+    return out.subarray(0, written);
   }
 
   close(): void {}

@@ -138,10 +138,10 @@ export interface BatchWorkflowEnv extends Readonly<StartedBatchWorkflowEnv> {
  * A batch workflow test file's environment: a time-skipping test server, the test pool and a
  * batch worker (createBatchWorker), started before the file's tests and stopped after them.
  * `onStarted` gets them in the same hook (node 20 runs a file's top-level `before` hooks
- * without waiting for one to end before the next).
+ * without waiting for one to end before the next); `overrides` change batchTestConfig's settings.
  */
-export function batchWorkflowEnv(onStarted?: (started: StartedBatchWorkflowEnv) => void): BatchWorkflowEnv {
-  const config = batchTestConfig();
+export function batchWorkflowEnv(onStarted?: (started: StartedBatchWorkflowEnv) => void, overrides: Partial<Record<keyof Config, string>> = {}): BatchWorkflowEnv {
+  const config = batchTestConfig(overrides);
   let started: StartedBatchWorkflowEnv | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

@@ -10,7 +10,7 @@ import { batchWorkflowId, type BatchWorkflowResult } from '../../workflows/contr
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { calleeNumbers } from '../support/batches.js';
 import { callTestConfig, createCallWorker } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
 const TASK_QUEUE = 'batches-e2e';
 
@@ -25,7 +25,10 @@ before(async () => {
   env = await createTimeSkippingEnv();
   const overrides = { TEMPORAL_TASK_QUEUE: TASK_QUEUE, RATE_LIMITS_ENABLED: 'false' } as const;
   app = await startTestApi({ temporal: env.client, config: overrides });
-  const config = callTestConfig({ ...overrides, SIMULATOR_CALL_SECONDS: '1' });
+  // An hour's poll: contacts added through the API wake the batch with a signal, whose task
+  // cancels the poll timer, and a 2 s poll could fall due meanwhile on the test server, which
+  // then strands the batch (test/workflows/batchWorkflow.test.ts says how).
+  const config = callTestConfig({ ...overrides, SIMULATOR_CALL_SECONDS: '1', BATCH_POLL_SECONDS: '3600' });
   worker = await createCallWorker(env, app.pool, config);
   running = worker.run();
   team = await createTestTeam(app.pool, { maxConcurrent: 2 });
@@ -49,7 +52,7 @@ async function addThroughApi(listId: string, numbers: string[]): Promise<string[
 }
 
 describe('batch end to end', () => {
-  test('a batch calls each contact of an API-built list once through the real call path, picks up contacts added through the API mid-batch, and counts outcomes by call status', async () => {
+  test('a batch calls each contact of an API-built list once through the real call path, picks up contacts added through the API mid-batch, and counts outcomes by call status', WORKFLOW_TEST, async () => {
     const created = await app.request('POST', '/api/v1/lists', { key: team.apiKey, body: { name: 'spring campaign' } });
     assert.equal(created.status, 201, created.text);
     const listId: string = created.json.list_id;

@@ -12,6 +12,8 @@
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.js';
 import {
+  admissionLineTeams,
+  admitFromLine,
   grantFreeSlots as grantFreeSlotRows,
   grantsNotTaken,
   releaseSlotAndGrant as releaseSlotRow,
@@ -64,6 +66,23 @@ export async function grantFreeSlots(deps: CallSlotDeps, teamId: string): Promis
   const woken = await grantFreeSlotRows(deps.pool, teamId);
   await wake(deps, woken);
   return woken.length;
+}
+
+/**
+ * The admission pacer's step (src/services/admissionPacer.ts): hands at most `limit` free
+ * slots to the due calls in line, the team whose head has waited longest first, and wakes
+ * the granted calls whose workflow sleeps until its grant. The calls granted, in order.
+ */
+export async function admitDueCalls(deps: CallSlotDeps, limit: number): Promise<string[]> {
+  const granted: string[] = [];
+  if (limit <= 0) return granted;
+  for (const teamId of await admissionLineTeams(deps.pool, limit)) {
+    const admitted = await admitFromLine(deps.pool, teamId, limit - granted.length);
+    granted.push(...admitted.granted);
+    await wake(deps, admitted.woken);
+    if (granted.length >= limit) break;
+  }
+  return granted;
 }
 
 export interface SlotRepairReport {

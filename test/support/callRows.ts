@@ -24,9 +24,10 @@ let numberSeq = 0;
 
 /**
  * `n` phone calls of the team, each to a contact of its own, from `from`, scheduled at `at`
- * (default: a minute ago), in creation order; their ids.
+ * (default: a minute ago), in creation order; their ids. `wakesOnGrant`: their workflows
+ * would sleep in the admission line until granted.
  */
-export async function insertPhoneCalls(pool: Pool, team: CallRowTeam, n: number, opts: { at?: Date; from?: string } = {}): Promise<string[]> {
+export async function insertPhoneCalls(pool: Pool, team: CallRowTeam, n: number, opts: { at?: Date; from?: string; wakesOnGrant?: boolean } = {}): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     numberSeq += 1;
@@ -42,6 +43,7 @@ export async function insertPhoneCalls(pool: Pool, team: CallRowTeam, n: number,
       toNumber: phone,
       scheduledTime: opts.at ?? new Date(Date.now() - 60_000),
       progress: 'waiting_for_scheduled_time',
+      wakesOnGrant: opts.wakesOnGrant,
     });
     ids.push(call.id);
   }

@@ -47,6 +47,10 @@ export interface CallRecord {
   timezone: string | null;
   /** Not dialled before: the window's first opening at or after scheduled_time, moved on when it closes first. */
   dial_after: Date | null;
+  /** When the slot line granted it a slot (null while in line, docs/calls.md "The concurrency ceiling"). */
+  slot_granted_at: Date | null;
+  /** Its workflow sleeps in the admission line until its slot is granted (docs/calls.md, "Admission"). */
+  wakes_on_grant: boolean;
   created_at: Date;
   modified_at: Date;
   /** created_at in epoch microseconds (for cursors); present on list queries. */
@@ -73,6 +77,8 @@ export interface NewCall {
   callingWindow?: CallingWindow | null;
   timezone?: string | null;
   dialAfter?: Date | null;
+  /** Its workflow sleeps in the admission line until its grant wakes it. */
+  wakesOnGrant?: boolean;
 }
 
 /**
@@ -82,8 +88,8 @@ export interface NewCall {
 export async function insertCall(db: Queryable, call: NewCall): Promise<{ call: CallRecord; created: boolean }> {
   const { rows } = await db.query<CallRecord>(
     `INSERT INTO calls (id, team_id, contact_id, script_id, type, from_number, to_number, scheduled_time, progress,
-                        objects, original_call_id, participant_identity, attempt, retry_policy, calling_window, timezone, dial_after)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                        objects, original_call_id, participant_identity, attempt, retry_policy, calling_window, timezone, dial_after, wakes_on_grant)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
     [
@@ -104,6 +110,7 @@ export async function insertCall(db: Queryable, call: NewCall): Promise<{ call: 
       call.callingWindow ? JSON.stringify(call.callingWindow) : null,
       call.timezone ?? null,
       call.dialAfter ?? null,
+      call.wakesOnGrant ?? false,
     ],
   );
   if (rows[0]) return { call: rows[0], created: true };

@@ -120,17 +120,35 @@ export async function teamsWithWaitingCalls(db: Queryable): Promise<string[]> {
 
 /**
  * Calls granted a slot more than `olderThanMs` ago whose workflow has not taken it yet
- * (still waiting): their wake-up may have been lost.
+ * (still waiting in line, or sleeping in the admission line): their wake-up may have been lost.
  */
 export async function grantsNotTaken(db: Queryable, olderThanMs: number, limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `SELECT c.id FROM concurrency_slots s JOIN calls c ON c.id = s.call_id
-      WHERE s.kind = 'call' AND c.status = 'scheduled' AND c.progress = 'waiting_for_slot'
+      WHERE s.kind = 'call' AND c.status = 'scheduled' AND (c.progress = 'waiting_for_slot' OR c.wakes_on_grant)
         AND c.slot_granted_at < now() - make_interval(secs => $1::double precision / 1000)
       ORDER BY c.slot_granted_at LIMIT $2`,
     [olderThanMs, limit],
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * Teams with due calls in line and a free slot, the longest-waiting head first (at most
+ * `limit`; migration 1600_admission_line.sql): where the admission pacer hands out slots.
+ */
+export async function admissionLineTeams(db: Queryable, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ team_id: string }>('SELECT team_id FROM admission_line_teams($1)', [limit]);
+  return rows.map((r) => r.team_id);
+}
+
+/**
+ * Hands up to `limit` of the team's free slots to the head of its line: the calls granted,
+ * in line order, and those among them whose workflow must be woken.
+ */
+export async function admitFromLine(db: Queryable, teamId: string, limit: number): Promise<{ granted: string[]; woken: string[] }> {
+  const { rows } = await db.query<{ granted_call: string; to_wake: boolean }>('SELECT granted_call, to_wake FROM admit_from_line($1, $2)', [teamId, limit]);
+  return { granted: rows.map((r) => r.granted_call), woken: rows.filter((r) => r.to_wake).map((r) => r.granted_call) };
 }
 
 /**

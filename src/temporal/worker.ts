@@ -7,6 +7,7 @@ import { redactCredentials, redactLogValue } from '../logging/redaction.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
+import { cachedWorkflowBundle, TEST_WORKFLOW_BUNDLES_DIR } from './workflowBundleCache.js';
 import { webhookTaskQueue } from '../../workflows/contracts.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
@@ -50,13 +51,18 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
   Runtime.install({ logger });
 }
 
-/** The workflow bundle, built once per process (webpack is slow on two cores); with the workflow's span interceptors when tracing is on. */
+/**
+ * The workflow bundle, built once per process (webpack is slow on two cores); with the workflow's
+ * span interceptors when tracing is on. Under the test runner (NODE_ENV=test) it is built once
+ * for all the run's processes and kept in .tools/workflow-bundles (workflowBundleCache.ts).
+ */
 export function workflowBundle(): Promise<WorkflowBundle> {
   const interceptorModules = workflowInterceptorModules();
   const traced = interceptorModules.length > 0;
   let bundle = bundlePromises.get(traced);
   if (!bundle) {
-    bundle = bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: interceptorModules, logger: new DefaultLogger('WARN') });
+    const options = { workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: interceptorModules, logger: new DefaultLogger('WARN') };
+    bundle = process.env.NODE_ENV === 'test' ? cachedWorkflowBundle(options, TEST_WORKFLOW_BUNDLES_DIR) : bundleWorkflowCode(options);
     bundlePromises.set(traced, bundle);
   }
   return bundle;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import { PROJECT_ROOT, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/logging/logger.js';
@@ -12,6 +12,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { insertList } from '../../src/db/repositories/lists.js';
 import { createBatch, wakeListBatches, type BatchServiceDeps, type BatchWorkflowOptions } from '../../src/services/batches.js';
 import { addToList } from '../../src/services/lists.js';
+import { cachedWorkflowBundle, TEST_WORKFLOW_BUNDLES_DIR } from '../../src/temporal/workflowBundleCache.js';
 import { testConfig, testPool, type TestTeam } from './app.js';
 import { createTimeSkippingEnv } from './temporal.js';
 
@@ -98,9 +99,9 @@ export function batchDeps(pool: Pool, temporal: BatchServiceDeps['temporal'], co
 const STAND_IN_PATH = path.join(PROJECT_ROOT, 'test', 'workflows', 'batchCallStandIn.ts');
 let standInBundle: Promise<WorkflowBundle> | undefined;
 
-/** The bundle of test/workflows/batchCallStandIn.ts: the real batch workflow and the stand-in call workflow. */
+/** The bundle of test/workflows/batchCallStandIn.ts: the real batch workflow and the stand-in call workflow (kept for the run's other files). */
 export function batchTestBundle(): Promise<WorkflowBundle> {
-  standInBundle ??= bundleWorkflowCode({ workflowsPath: STAND_IN_PATH, logger: new DefaultLogger('WARN') });
+  standInBundle ??= cachedWorkflowBundle({ workflowsPath: STAND_IN_PATH, logger: new DefaultLogger('WARN') }, TEST_WORKFLOW_BUNDLES_DIR);
   return standInBundle;
 }
 

@@ -1,0 +1,62 @@
+// The workflow bundle cache of the test runs (src/temporal/workflowBundleCache.ts) on a small
+// planted workflow module: the first call builds and keeps the bundle and the next one reads
+// it; an edit to a module the workflow imports, or a new file where webpack looked and found
+// nothing, makes the next call build again; two calls at once, past a lock left by a process
+// that died, build once.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { DefaultLogger } from '@temporalio/worker';
+import { PROJECT_ROOT } from '../../src/config/index.js';
+import { keptOrBuiltWorkflowBundle } from '../../src/temporal/workflowBundleCache.js';
+
+// Inside the project, so that webpack finds @temporalio/workflow in its node_modules.
+const work = mkdtempSync(path.join(PROJECT_ROOT, '.tools', 'bundle-cache-test-'));
+const cacheDir = path.join(work, 'cache');
+const workflowsPath = path.join(work, 'workflows.ts');
+const options = { workflowsPath, logger: new DefaultLogger('WARN') };
+after(() => rmSync(work, { recursive: true, force: true }));
+
+writeFileSync(workflowsPath, "import { greeting } from './greeting.js';\n\nexport async function plantedWorkflow(): Promise<string> {\n  return greeting;\n}\n");
+const greetingJs = path.join(work, 'greeting.js');
+const greetingTs = path.join(work, 'greeting.ts');
+const bundle = () => keptOrBuiltWorkflowBundle(options, cacheDir);
+
+test('built once, then read back unchanged', async () => {
+  writeFileSync(greetingJs, "export const greeting = 'first greeting';\n");
+  const first = await bundle();
+  assert.equal(first.built, true);
+  assert.match(first.code, /first greeting/);
+  const again = await bundle();
+  assert.equal(again.built, false);
+  assert.equal(again.code, first.code);
+});
+
+test('an edit to an imported module builds it again', async () => {
+  writeFileSync(greetingJs, "export const greeting = 'second greeting';\n");
+  const edited = await bundle();
+  assert.equal(edited.built, true);
+  assert.match(edited.code, /second greeting/);
+  assert.doesNotMatch(edited.code, /first greeting/);
+  assert.equal((await bundle()).built, false);
+});
+
+test('a new file where webpack looked first (greeting.ts before greeting.js) builds it again', async () => {
+  writeFileSync(greetingTs, "export const greeting: string = 'third greeting';\n");
+  const shadowed = await bundle();
+  assert.equal(shadowed.built, true);
+  assert.match(shadowed.code, /third greeting/);
+});
+
+test('two calls at once, past the lock of a process that died, build once', async () => {
+  writeFileSync(greetingTs, "export const greeting: string = 'fourth greeting';\n");
+  // A process that has exited: its pid is free.
+  const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  const [key] = readdirSync(cacheDir).filter((f) => f.endsWith('.json'));
+  writeFileSync(path.join(cacheDir, key.replace(/\.json$/, '.lock')), gone.stdout);
+  const results = await Promise.all([bundle(), bundle()]);
+  assert.deepEqual(results.map((r) => r.built).sort(), [false, true]);
+  for (const r of results) assert.match(r.code, /fourth greeting/);
+});

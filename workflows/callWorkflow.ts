@@ -38,7 +38,7 @@ import {
   type CallWorkflowState,
 } from './contracts.js';
 import { CallEventInbox, runConversation, type CallContext } from './conversation.js';
-import { admitDueCall, msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, tryTakeDialToken, waitForCallingWindow } from './dialingPolicy.js';
+import { admitDueCall, dueAt, msUntilWindowCloses, onDoNotCallList, retryDue, scheduleNextAttempt, tryTakeDialToken, waitForCallingWindow } from './dialingPolicy.js';
 
 /**
  * Marks runs that check the do-not-call list and take a dial token after their slot
@@ -118,10 +118,17 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     return { callId: input.callId, status, endReason: status === 'cancelled' ? 'cancelled' : null };
   };
 
-  // 1. Durably wait for the scheduled time; cancel-call wakes us early.
+  // 1. Durably wait for the scheduled time; cancel-call wakes us early. A call in the
+  // admission line sleeps until its grant instead (one slotGranted signal, sent in line order
+  // at the rate the workers sustain), its own timer far past its due time being the safety
+  // net: so a campaign falling due is no burst of workflow tasks (docs/calls.md, "Admission").
+  // The command is the same one timer either way; only its length differs.
   if (!options.due) {
     const waitMs = Date.parse(input.scheduledTime) - Date.now();
-    if (waitMs > 0) await condition(() => cancelRequested, waitMs);
+    if (input.admissionSafetyNetMs && input.type !== 'web') {
+      const netMs = input.admissionSafetyNetMs + Math.floor(Math.random() * (input.admissionSafetyNetMs / 2));
+      await condition(() => slotGranted || cancelRequested, Math.max(1, dueAt(input) - Date.now() + netMs));
+    } else if (waitMs > 0) await condition(() => cancelRequested, waitMs);
   }
 
   // 2. Phone: the dialing policy decides when it dials, in this order (workflows/dialingPolicy.ts):

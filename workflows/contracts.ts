@@ -77,6 +77,12 @@ export interface CallWorkflowInput {
   retryPolicy?: RetryPolicy | null;
   /** The call's place in its retry chain, 1 for the first call. */
   attempt?: number;
+  /**
+   * Set when the call sleeps in the admission line until its slotGranted (docs/calls.md,
+   * "Admission"; the row's wakes_on_grant): it wakes by itself this long after its due time
+   * at the latest (plus a random part of half as much), as the safety net.
+   */
+  admissionSafetyNetMs?: number;
 }
 
 export interface CallWorkflowResult {

@@ -52,6 +52,13 @@ export async function waitForCallingWindow(input: CallWorkflowInput, cancelled: 
   }
 }
 
+/** When the call may first be dialled: its scheduled time, or its window's first opening after it. */
+export function dueAt(input: CallWorkflowInput): number {
+  const scheduled = Date.parse(input.scheduledTime);
+  const w = windowOf(input);
+  return w ? Math.max(scheduled, nextWindowOpening(scheduled, w.window, w.timeZone)) : scheduled;
+}
+
 /** Milliseconds until the call's window closes (Infinity without a window, 0 when it is closed now). */
 export function msUntilWindowCloses(input: CallWorkflowInput): number {
   const w = windowOf(input);

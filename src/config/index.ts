@@ -102,6 +102,11 @@ export const configSchema = z.object({
   // Batches (docs/batches.md): poll interval, and calls outstanding per slot of the team ceiling.
   BATCH_POLL_SECONDS: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(3600).default(2),
   BATCH_WINDOW_FACTOR: positiveInt.default(2),
+  // The admission line (docs/calls.md, "Admission"): due calls each worker admits a second
+  // (hands a free slot and wakes), and how far past its due time a call scheduled ahead wakes
+  // by itself when no admission came (the safety net; 0: every call wakes itself when due).
+  ADMISSION_RATE_PER_SECOND: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(10_000, 'must be at most 10000').default(50),
+  ADMISSION_SAFETY_NET_SECONDS: z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').max(86_400, 'must be at most 86400').default(3600),
   // Carrier pacing (docs/calls.md, "Carrier pacing"): dial attempts per second per caller number.
   DIAL_RATE_PER_NUMBER: z.coerce.number({ message: 'must be a number' }).positive('must be positive').max(1000, 'must be at most 1000').default(1),
   // Recordings (docs/media-edge.md, "Recordings"): where they are stored and how they are linked.

@@ -57,7 +57,7 @@ import { callsCreated, countCallEnded } from '../metrics/callMetrics.js';
 export interface CallServiceDeps {
   pool: Pool;
   temporal: Client;
-  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE'>;
+  config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE'> & Partial<Pick<Config, 'ADMISSION_SAFETY_NET_SECONDS'>>;
   logger?: Logger;
 }
 
@@ -168,6 +168,7 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       timezone: policy?.timezone ?? null,
       retryPolicy: policy?.retryPolicy ?? null,
       dialAfter: policy?.dialAfter ?? null,
+      wakesOnGrant: type !== 'web' && admissionSafetyNetMs(deps) > 0 && (policy?.dialAfter ?? scheduledTime).getTime() > Date.now() + ADMISSION_LEAD_MS,
     });
     if (inserted.created && input.previousCallId) await linkNextAttempt(tx, input.previousCallId, inserted.call.id);
     const deliveries = inserted.created ? await recordWebhookEvents(tx, [callEvent('call.scheduled', inserted.call)]) : [];
@@ -189,6 +190,18 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
   return { callId: call.id, contactId: call.contact_id, status: call.status, scheduledTime: call.scheduled_time, created, call };
 }
 
+/**
+ * A call due sooner than this after it is written asks for its slot itself when its
+ * workflow starts; one due later sleeps in the admission line until its grant wakes it
+ * (docs/calls.md, "Admission").
+ */
+export const ADMISSION_LEAD_MS = 1_000;
+
+/** ADMISSION_SAFETY_NET_SECONDS in milliseconds (0: every call wakes itself when due). */
+function admissionSafetyNetMs(deps: Pick<CallServiceDeps, 'config'>): number {
+  return (deps.config.ADMISSION_SAFETY_NET_SECONDS ?? 0) * 1000;
+}
+
 /** Starts the workflow of a call row; starting it again (or after it closed) is a no-op. */
 export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' | 'config'>, call: CallRecord): Promise<void> {
   const input: CallWorkflowInput = {
@@ -201,6 +214,8 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
     timezone: call.timezone,
     retryPolicy: call.retry_policy,
     attempt: call.attempt,
+    // The row says whether the slot line wakes it (the grant signals exactly such calls).
+    admissionSafetyNetMs: call.wakes_on_grant && admissionSafetyNetMs(deps) > 0 ? admissionSafetyNetMs(deps) : undefined,
   };
   await startWorkflowOnce(deps.temporal, CALL_WORKFLOW_TYPE, {
     workflowId: callWorkflowId(call.id),

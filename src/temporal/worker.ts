@@ -4,6 +4,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/index.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
+import { startAdmissionPacer } from '../services/admissionPacer.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
@@ -120,7 +121,7 @@ export interface RunningWorker {
 /**
  * Connects to Temporal at `address`, starts the workers of the configured task queue and of
  * its webhook queue, and makes sure the calls reconciler and the webhook delivery sweeper
- * run (they need a worker to make progress). When one worker stops, so does the other.
+ * run (they need a worker to make progress), and runs this process's admission pacer. When one worker stops, so does the other.
  */
 export async function startServiceWorker(address: string, deps: ActivityDeps): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address });
@@ -137,11 +138,15 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
     .finally(() => connection.close());
   await ensureCallsReconciler({ temporal: deps.temporal, config: deps.config });
   await ensureWebhookDeliverySweeper({ temporal: deps.temporal, config: deps.config });
+  // Admits due calls from the line at the rate this worker sustains (docs/calls.md, "Admission").
+  const pacer = startAdmissionPacer({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND });
+  const stopped = done.finally(() => pacer.stop());
   return {
-    done,
+    done: stopped,
     async shutdown() {
+      await pacer.stop();
       stopAll();
-      await done;
+      await stopped;
     },
   };
 }

@@ -36,7 +36,9 @@ export async function testPool(): Promise<Pool> {
 }
 
 export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
-  return loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', NODE_ENV: 'test' }, { PORT: '0', HOST: '127.0.0.1', ...overrides });
+  // Calls wake themselves when due (no admission line): the tests' workers run no admission
+  // pacer; the tests of the line turn it on (test/workflows/admissionLine.test.ts).
+  return loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', NODE_ENV: 'test' }, { PORT: '0', HOST: '127.0.0.1', ADMISSION_SAFETY_NET_SECONDS: '0', ...overrides });
 }
 
 export interface TestResponse {

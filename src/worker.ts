@@ -12,7 +12,8 @@ async function main(): Promise<void> {
   // Webhook deliveries open the endpoints' secrets with it: fail now, naming it, not at the first delivery.
   secretBox(config);
   const logger = createLogger(config.LOG_LEVEL);
-  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger));
+  // SIGTERM is handled below: the workers stop, then the connections and the metrics listener close, exit 0.
+  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger), { ownSignals: true });
   await installTracing({ config, serviceName: 'voice-agent-worker' });
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
@@ -20,13 +21,26 @@ async function main(): Promise<void> {
   const redis = openRedis(config, logger);
   const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, redis });
   watchDatabase(database.pool);
-  await servePartMetrics('worker', config, logger);
+  const metrics = await servePartMetrics('worker', config, logger);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'worker stopping');
+    void worker.shutdown().catch(() => undefined);
+  };
+  // `on`, not `once`: a second signal while stopping must not meet the default handler, which kills the process.
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  // Settles when a signal stopped the workers (or they failed: then main() rejects, exit 1).
   await worker.done;
   redis?.disconnect();
+  await metrics?.close();
   await temporal.close();
   await database.close();
   await shutdownTracing();
+  process.exit(0);
 }
 
 main().catch((err) => {

@@ -64,6 +64,8 @@ export const configSchema = z.object({
   MEDIA_EDGE_METRICS_PORT: port.default(9466),
   // The Temporal SDK's own worker metrics (its runtime's Prometheus exporter), in the worker process.
   TEMPORAL_METRICS_PORT: port.default(9467),
+  // The same for the media edge's own Temporal workers (speech and dial activities), in `npm run media-edge`.
+  MEDIA_EDGE_TEMPORAL_METRICS_PORT: port.default(9468),
   TRUST_PROXY: booleanFlag.default(false),
   DEFAULT_PHONE_REGION: z
     .string()

@@ -6,7 +6,7 @@ import { createLogger } from '../logging/logger.js';
 import { createRecordingStore } from '../recordings/index.js';
 import { temporalAddress } from '../temporal/client.js';
 import { installTemporalRuntime } from '../temporal/worker.js';
-import { servePartMetrics } from '../metrics/server.js';
+import { servePartMetrics, temporalRuntimeMetrics } from '../metrics/server.js';
 import { installTracing, shutdownTracing } from '../tracing/tracing.js';
 import { loadMediaEdgeConfig } from './server.js';
 import { createEndpointing } from './audio/endpointingConfig.js';
@@ -17,7 +17,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const edgeConfig = loadMediaEdgeConfig();
   const logger = createLogger(edgeConfig.LOG_LEVEL);
-  installTemporalRuntime();
+  // The SDK's metrics of the edge's own workers on a port of their own; SIGTERM is handled below, not by the SDK.
+  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger, 'MEDIA_EDGE_TEMPORAL_METRICS_PORT'), { ownSignals: true });
   await installTracing({ config, serviceName: 'voice-agent-media-edge' });
   const speech = createSpeechEngines(process.env);
   const endpointing = createEndpointing(process.env);
@@ -32,19 +33,27 @@ async function main(): Promise<void> {
     instanceId: process.env.MEDIA_EDGE_INSTANCE_ID || undefined,
   });
   process.stdout.write(`Media edge   ${edge.url} (task queue ${edge.taskQueue})\n`);
-  await servePartMetrics('mediaEdge', config, logger);
+  const metrics = await servePartMetrics('mediaEdge', config, logger);
   let stopping = false;
-  const stop = async () => {
+  // Drains (docs/media-edge.md, "Stopping the edge"): the calls held end and are reported, then the workers stop once.
+  const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    await edge.close();
+    logger.info({ signal, calls: edge.calls.size }, 'media edge stopping');
+    let failed = false;
+    await edge.close().catch((err: unknown) => {
+      failed = true;
+      logger.error({ err }, 'media edge stopped with an error');
+    });
     await speech.close();
     await endpointing.close();
+    await metrics?.close();
     await shutdownTracing();
-    process.exit(0);
+    process.exit(failed ? 1 : 0);
   };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  // `on`, not `once`: a second signal while draining must not meet the default handler, which kills the process.
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
 main().catch((err: unknown) => {

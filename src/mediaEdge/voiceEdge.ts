@@ -76,6 +76,11 @@ export interface VoiceEdge {
   close(): Promise<void>;
 }
 
+/** Asks a worker to stop unless it is already stopping (shutdown() of a draining worker throws). */
+function stopWorker(worker: Worker | undefined): void {
+  if (worker?.getState() === 'RUNNING') worker.shutdown();
+}
+
 /** Why the media ended, as the call's end reason; the agent's own hang-up is the workflow's to report. */
 const END_REASON_OF: Record<ChannelCloseReason, string | undefined> = {
   remote_hangup: 'User Hangup',
@@ -158,6 +163,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       echoMarginDb: endpointing.echoMarginDb,
       digitTimeoutMs: config.DTMF_DIGIT_TIMEOUT_MS,
     });
+  /** Each call's end being reported (its `ended` event, its recording): close() waits for them. */
+  const callEnds = new Set<Promise<void>>();
   const transfers = new CallTransfers({ engineFor: (channel, log) => engineOf(channel, log), ringTimeoutMs: options.transferRingTimeoutMs, logger: logger.child({ component: 'call-transfer' }) });
 
   // A browser call (SIP over WebSocket) or a phone call through the trunk: the same from here on.
@@ -170,7 +177,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     const live: LiveCall = { callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp(), sipDialog: call.dialog };
     calls.add(live);
     log.info('call connected');
-    void call.channel.closed.then(async (reason) => {
+    const ending = call.channel.closed.then(async (reason) => {
       engine.close();
       engines.delete(call.callId);
       // A caller handed to a person: the transfer activity's answer ends the call (completed / transferred).
@@ -189,6 +196,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
           }),
       ]);
     });
+    callEnds.add(ending);
+    void ending.finally(() => callEnds.delete(ending));
     // Once answered, the call workflow runs the script's speech on this instance's queue. The
     // recording starts when the service has taken the call (its answer names the team, which
     // keys the recording); nothing is said before that.
@@ -281,12 +290,16 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     trunkAgent,
     close() {
       closing ??= (async () => {
-        // No new dials; the trunk's calls end with BYE, the browsers' with the server.
-        dialWorker?.shutdown();
+        // No new dials; the trunk's calls end with BYE, the browsers' with the server
+        // (a BYE, then the socket closes; the call ends `dropout`, docs/media-edge.md "Stopping the edge").
+        stopWorker(dialWorker);
         await dialing;
         await trunkAgent?.close();
         await listening.close();
-        activeWorker.shutdown();
+        // The calls' ends reach the service, and their activities' failures the workflows,
+        // before the speech worker stops: it stops once, after the calls.
+        await Promise.allSettled([...callEnds]);
+        stopWorker(activeWorker);
         await running;
         await connection.close();
       })();

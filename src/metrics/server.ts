@@ -95,7 +95,7 @@ export async function serveMetrics(opts: {
 /** The settings of each part's listener. */
 const PORT_SETTING = { api: 'API_METRICS_PORT', worker: 'WORKER_METRICS_PORT', mediaEdge: 'MEDIA_EDGE_METRICS_PORT' } as const;
 
-type MetricsConfig = Pick<Config, 'METRICS_ENABLED' | 'METRICS_HOST' | 'API_METRICS_PORT' | 'WORKER_METRICS_PORT' | 'MEDIA_EDGE_METRICS_PORT' | 'TEMPORAL_METRICS_PORT'>;
+type MetricsConfig = Pick<Config, 'METRICS_ENABLED' | 'METRICS_HOST' | 'API_METRICS_PORT' | 'WORKER_METRICS_PORT' | 'MEDIA_EDGE_METRICS_PORT' | 'TEMPORAL_METRICS_PORT' | 'MEDIA_EDGE_TEMPORAL_METRICS_PORT'>;
 
 /** Serves a process part's /metrics as configured; `registries` overrides what it serves (npm start serves the calls' counters once). */
 export function servePartMetrics(part: MetricsPart, config: MetricsConfig, logger: Logger, registries: readonly Registry[] = REGISTRIES[part]): Promise<MetricsServer | undefined> {
@@ -108,12 +108,19 @@ function bindAddress(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-/** installTemporalRuntime's metrics option: the SDK's worker metrics on TEMPORAL_METRICS_PORT, or none when METRICS_ENABLED is false. */
-export function temporalRuntimeMetrics(config: MetricsConfig, logger: Logger): { bindAddress: string; onError: (err: Error) => void } | undefined {
+/**
+ * installTemporalRuntime's metrics option: the SDK's worker metrics on TEMPORAL_METRICS_PORT
+ * (the worker, npm start) or MEDIA_EDGE_TEMPORAL_METRICS_PORT (npm run media-edge: its own
+ * speech and dial workers), or none when METRICS_ENABLED is false.
+ */
+export function temporalRuntimeMetrics(
+  config: MetricsConfig,
+  logger: Logger,
+  setting: 'TEMPORAL_METRICS_PORT' | 'MEDIA_EDGE_TEMPORAL_METRICS_PORT' = 'TEMPORAL_METRICS_PORT',
+): { bindAddress: string; onError: (err: Error) => void } | undefined {
   if (!config.METRICS_ENABLED) return undefined;
   return {
-    bindAddress: bindAddress(config.METRICS_HOST, config.TEMPORAL_METRICS_PORT),
-    onError: (err) =>
-      logger.error({ err, setting: 'TEMPORAL_METRICS_PORT' }, `Temporal SDK metrics not served: TEMPORAL_METRICS_PORT=${config.TEMPORAL_METRICS_PORT} could not be bound (${err.message}); set another port or METRICS_ENABLED=false`),
+    bindAddress: bindAddress(config.METRICS_HOST, config[setting]),
+    onError: (err) => logger.error({ err, setting }, `Temporal SDK metrics not served: ${setting}=${config[setting]} could not be bound (${err.message}); set another port or METRICS_ENABLED=false`),
   };
 }

@@ -31,17 +31,21 @@ export function writeTemporalLog(entry: LogEntry, write: (line: string) => void 
  * Routes the SDK's own logs (webpack, worker state) through one level; call before connecting.
  * With `metrics`, the SDK's worker metrics are served for Prometheus at its `bindAddress`
  * (host:port, /metrics; docs/observability.md); when that cannot be bound, `onError` is told
- * and the runtime is installed without them.
+ * and the runtime is installed without them. `ownSignals`: the process handles SIGINT and
+ * SIGTERM itself, so the SDK does not shut its workers down first (the media edge drains its
+ * calls before its worker stops; a second shutdown() of a draining worker throws).
  */
-export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bindAddress: string; onError: (err: Error) => void }): void {
+export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bindAddress: string; onError: (err: Error) => void }, opts: { ownSignals?: boolean } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const logger = new DefaultLogger(level, (entry) => writeTemporalLog(entry));
+  const signals = opts.ownSignals ? { shutdownSignals: [] } : {};
   if (metrics) {
     try {
       // Names as Prometheus expects them: counters end in _total, durations in _seconds.
       Runtime.install({
         logger,
+        ...signals,
         telemetryOptions: { metrics: { prometheus: { bindAddress: metrics.bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
       });
       return;
@@ -49,7 +53,7 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
       metrics.onError(err as Error);
     }
   }
-  Runtime.install({ logger });
+  Runtime.install({ logger, ...signals });
 }
 
 /**

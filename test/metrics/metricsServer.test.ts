@@ -42,8 +42,11 @@ test('METRICS_ENABLED=false serves no listener and no Temporal SDK metrics', asy
   const { logger } = memoryLogger();
   assert.equal(await servePartMetrics('api', config, logger), undefined);
   assert.equal(temporalRuntimeMetrics(config, logger), undefined);
-  const enabled = loadConfig({}, { METRICS_HOST: '::1', TEMPORAL_METRICS_PORT: '9999' });
+  assert.equal(temporalRuntimeMetrics(config, logger, 'MEDIA_EDGE_TEMPORAL_METRICS_PORT'), undefined);
+  const enabled = loadConfig({}, { METRICS_HOST: '::1', TEMPORAL_METRICS_PORT: '9999', MEDIA_EDGE_TEMPORAL_METRICS_PORT: '9998' });
   assert.equal(temporalRuntimeMetrics(enabled, logger)?.bindAddress, '[::1]:9999');
+  // The media edge's own workers: a port of their own.
+  assert.equal(temporalRuntimeMetrics(enabled, logger, 'MEDIA_EDGE_TEMPORAL_METRICS_PORT')?.bindAddress, '[::1]:9998');
 });
 
 test('a metrics port in use is logged as an error naming its setting, and start-up goes on without the listener', async () => {
@@ -69,13 +72,14 @@ test('a bad metrics setting stops start-up naming it', () => {
     ['WORKER_METRICS_PORT', 'nine'],
     ['MEDIA_EDGE_METRICS_PORT', '-1'],
     ['TEMPORAL_METRICS_PORT', '1.5'],
+    ['MEDIA_EDGE_TEMPORAL_METRICS_PORT', 'x'],
     ['METRICS_ENABLED', 'maybe'],
   ] as const) {
     assert.throws(() => loadConfig({}, { [name]: value }), (err: unknown) => err instanceof ConfigError && err.variable === name, `${name}=${value}`);
   }
   const defaults = loadConfig({});
   assert.deepEqual(
-    [defaults.METRICS_ENABLED, defaults.METRICS_HOST, defaults.API_METRICS_PORT, defaults.WORKER_METRICS_PORT, defaults.MEDIA_EDGE_METRICS_PORT, defaults.TEMPORAL_METRICS_PORT],
-    [true, '127.0.0.1', 9464, 9465, 9466, 9467],
+    [defaults.METRICS_ENABLED, defaults.METRICS_HOST, defaults.API_METRICS_PORT, defaults.WORKER_METRICS_PORT, defaults.MEDIA_EDGE_METRICS_PORT, defaults.TEMPORAL_METRICS_PORT, defaults.MEDIA_EDGE_TEMPORAL_METRICS_PORT],
+    [true, '127.0.0.1', 9464, 9465, 9466, 9467, 9468],
   );
 });

@@ -3,8 +3,8 @@
 // Whisper hearing what it says, sentence-by-sentence streaming, kept sentences, the per-call
 // cap, a killed worker started again, the worker's framing, and the start-up checks that
 // name a missing engine, and Festival taking over a call whose Piper fails (a worker that
-// cannot start, one stuck past the render timeout, one whose output is corrupt: a stand-in
-// script). One synthesizer serves the synthesizer tests (the voice loads once,
+// cannot start; one stuck past the render timeout and one whose output is corrupt, each a
+// stand-in script). One synthesizer serves the synthesizer tests (the voice loads once,
 // and once more after the kill); the framing test runs a worker of its own.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -14,6 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
+import { END_OF_UTTERANCE_SILENCE_MS } from '../../src/mediaEdge/audio/endpointing.js';
 import { dbfs } from '../../src/mediaEdge/audio/level.js';
 import { PIPER_WORKER_SCRIPT, PiperSynthesizer } from '../../src/mediaEdge/speech/piper.js';
 import { piperSettings } from '../../src/mediaEdge/speech/piperConfig.js';
@@ -74,9 +75,13 @@ describe('piper synthesizer (real worker)', () => {
     const whisper = new WhisperRecognizer({ python: PYTHON, workers: 1 });
     try {
       await whisper.warmUp();
+      // As on a call, the recogniser hears the line and then the quiet after which the
+      // endpointer ends the utterance. Without it, the line's own 150 ms tail was sometimes too
+      // short: about one rendering in six (Piper's voice varies from run to run) came back
+      // without its last word, "appointment", which the same audio with 200 ms more kept.
       const hear = async (samples: Int16Array) => {
         const session = whisper.start({ hint: { expect: 'free' } });
-        for (const frame of sliceFrames(samples)) session.write(frame);
+        for (const frame of sliceFrames(joinFrames([samples, new Int16Array((END_OF_UTTERANCE_SILENCE_MS * SAMPLE_RATE) / 1000)]))) session.write(frame);
         return (await session.finish()).text;
       };
       const wideband = await hear(joinFrames(frames));
@@ -330,7 +335,24 @@ describe('piper failing during a call: one retry, then Festival for the rest of 
   });
 
   it('a worker past the render timeout is stopped, the sentence tried once more, then Festival', async () => {
-    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_RENDER_TIMEOUT_MS: '100' });
+    // Announces itself as the worker does, then takes every request and never answers. (The
+    // real worker past a 100 ms timeout was not always stuck: on a quiet machine Piper makes
+    // this six-word sentence in about that time, and then spoke the line itself.)
+    const script = path.join(dir, 'stuck_worker.py');
+    writeFileSync(
+      script,
+      [
+        'import json, struct, sys',
+        'out = sys.stdout.buffer',
+        'ready = json.dumps({"sample_rate": 22050, "load_ms": 1}).encode()',
+        'out.write(b"r" + struct.pack("<I", len(ready)) + ready); out.flush()',
+        'while True:',
+        '    head = sys.stdin.buffer.read(4)',
+        '    if len(head) < 4: break',
+        '    sys.stdin.buffer.read(struct.unpack("<I", head)[0])',
+      ].join('\n'),
+    );
+    const engines = createSpeechEngines({ TTS_PROVIDER: 'piper', PIPER_RENDER_TIMEOUT_MS: '100' }, undefined, { piper: { script } });
     try {
       await engines.warmUp();
       await assertFestivalTakesOver(engines, /^piper worker took over 100 ms for a sentence; stopped$/);

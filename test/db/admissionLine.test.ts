@@ -103,6 +103,18 @@ describe('admission line', () => {
     assert.equal(await countedSlots(pool, t.id), 3);
   });
 
+  test('a call that asks itself while calls sleeping in the line are due ahead of it waits behind them: no burst of grants, and the pacer reaches it in order', async () => {
+    const t = await team(50);
+    const sleeping = await insertPhoneCalls(pool, t, 5, { at: new Date(Date.now() - 30_000), wakesOnGrant: true });
+    const [asks] = await insertPhoneCalls(pool, t, 1, { at: new Date(Date.now() - 1000) });
+    const asked = await requestCallSlot(pool, t.id, asks);
+    assert.deepEqual([asked.outcome, asked.woken], ['waiting', []], 'nothing granted on its way: the free slots are the pacer to hand out');
+    assert.equal(await countedSlots(pool, t.id), 0);
+    const step = await admitFromLine(pool, t.id, 10);
+    assert.deepEqual(step.granted, [...sleeping, asks]);
+    assert.deepEqual(step.woken, [...sleeping, asks], 'the asking call waits (waiting_for_slot): it is woken too');
+  });
+
   test('a granted call is named to wake when it sleeps in the line or waits after asking, not when its workflow will ask', async () => {
     const t = await team(3);
     const [asksItself] = await insertPhoneCalls(pool, t, 1, { at: new Date(Date.now() - 30_000) });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../../src/db/pool.js';
-import { admissionLineTeams, admitFromLine, countedSlots, countLiveSlots, releaseSlotAndGrant, requestCallSlot } from '../../src/db/repositories/concurrencySlots.js';
+import { admissionLineTeams, admitFromLine, countedSlots, countLiveSlots, releaseSlotAndGrant, requestCallSlot, waitingCallsByTeam } from '../../src/db/repositories/concurrencySlots.js';
 import { testPool } from '../support/app.js';
 import { insertCallRowTeam, insertPhoneCalls, type CallRowTeam } from '../support/callRows.js';
 
@@ -113,6 +113,18 @@ describe('admission line', () => {
     const step = await admitFromLine(pool, t.id, 10);
     assert.deepEqual(step.granted, [...sleeping, asks]);
     assert.deepEqual(step.woken, [...sleeping, asks], 'the asking call waits (waiting_for_slot): it is woken too');
+  });
+
+  test('the waiting gauge counts the due calls sleeping in the line with those waiting after asking, not the future ones nor the granted', async () => {
+    const t = await team(1);
+    await insertPhoneCalls(pool, t, 3, { at: new Date(Date.now() - 30_000), wakesOnGrant: true });
+    await insertPhoneCalls(pool, t, 2, { at: new Date(Date.now() + 3600_000), wakesOnGrant: true });
+    const [asked] = await insertPhoneCalls(pool, t, 1, { at: new Date(Date.now() - 1000) });
+    await pool.query(`UPDATE calls SET progress = 'waiting_for_slot' WHERE id = $1`, [asked]);
+    const count = async () => (await waitingCallsByTeam(pool)).find((r) => r.team_id === t.id)?.n;
+    assert.equal(await count(), 4);
+    await admitFromLine(pool, t.id, 1);
+    assert.equal(await count(), 3, 'the granted one left the line');
   });
 
   test('a granted call is named to wake when it sleeps in the line or waits after asking, not when its workflow will ask', async () => {

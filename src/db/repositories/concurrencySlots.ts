@@ -179,11 +179,15 @@ export async function liveSlotsByTeam(db: Queryable): Promise<{ team_id: string;
   return rows;
 }
 
-/** Phone calls per team whose workflow asked for a slot and waits in line (progress waiting_for_slot). */
+/**
+ * Due phone calls per team waiting in line for a slot: those whose workflow asked (progress
+ * waiting_for_slot) and those sleeping in the admission line past their due time.
+ */
 export async function waitingCallsByTeam(db: Queryable): Promise<{ team_id: string; n: number }[]> {
   const { rows } = await db.query<{ team_id: string; n: number }>(
     `SELECT team_id, count(*)::int AS n FROM calls
-      WHERE status = 'scheduled' AND type <> 'web' AND slot_granted_at IS NULL AND progress = 'waiting_for_slot'
+      WHERE status = 'scheduled' AND type <> 'web' AND slot_granted_at IS NULL
+        AND (progress = 'waiting_for_slot' OR (wakes_on_grant AND COALESCE(dial_after, scheduled_time) <= now()))
       GROUP BY team_id`,
   );
   return rows;

@@ -1,6 +1,7 @@
 // The cheap per-packet path of a phone call's media (issue 25's ≥ 200 streams per edge process):
 // G.711 by lookup table, decoding and encoding fused into the 8 ↔ 16 kHz converters, each the
-// same output, sample for sample, as the plain steps it replaces.
+// same output, sample for sample, as the plain steps it replaces; the RTP socket's address
+// lookup that answers an IP literal at once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Downsampler2, Upsampler2 } from '../../src/mediaEdge/audio/halfband.js';
@@ -16,6 +17,7 @@ import {
   MULAW_ENCODE_TABLE,
   mulawFromLinear,
 } from '../../src/mediaEdge/audio/mulaw.js';
+import { rtpAddressLookup } from '../../src/mediaEdge/rtp/portAllocator.js';
 import { createCodec } from '../../src/mediaEdge/webrtc/codecs.js';
 
 /** Deterministic noise over the whole 16-bit range (a seeded generator: a failure can be replayed). */
@@ -91,5 +93,22 @@ describe('G.711 fused into the half-band converters', () => {
         assert.equal(codec.decode(payload).length, 320);
       }
     }
+  });
+});
+
+describe("the RTP socket's address lookup", () => {
+  it('an IP literal is answered before the call returns (no deferred lookup per packet); a name still goes to DNS', async () => {
+    for (const [address, family] of [['127.0.0.1', 4], ['::1', 6], ['203.0.113.9', 4]] as const) {
+      let answer: [string, number] | undefined;
+      rtpAddressLookup(address, family, (err, resolved, resolvedFamily) => {
+        assert.equal(err, null);
+        answer = [resolved, resolvedFamily];
+      });
+      assert.deepEqual(answer, [address, family], address);
+    }
+    const byName = await new Promise<[string, number]>((resolve, reject) =>
+      rtpAddressLookup('localhost', 4, (err, resolved, family) => (err ? reject(err) : resolve([resolved, family]))),
+    );
+    assert.deepEqual(byName, ['127.0.0.1', 4]);
   });
 });

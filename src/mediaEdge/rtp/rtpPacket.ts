@@ -27,12 +27,11 @@ export function parseRtpPacket(datagram: Uint8Array): RtpPacket | { drop: RtpDro
   const second = datagram[1];
   // RTCP multiplexed on the port (RFC 5761): packet types 200-204 read as marker + payload type 72-76.
   if (second >= 200 && second <= 204) return { drop: 'rtcp' };
-  const view = new DataView(datagram.buffer, datagram.byteOffset, datagram.byteLength);
   let offset = RTP_HEADER_BYTES + (first & 0x0f) * 4;
   if (offset > datagram.length) return { drop: 'csrc_overrun' };
   if (first & 0x10) {
     if (offset + 4 > datagram.length) return { drop: 'extension_overrun' };
-    offset += 4 + view.getUint16(offset + 2) * 4;
+    offset += 4 + ((datagram[offset + 2] << 8) | datagram[offset + 3]) * 4;
     if (offset > datagram.length) return { drop: 'extension_overrun' };
   }
   let end = datagram.length;
@@ -44,11 +43,16 @@ export function parseRtpPacket(datagram: Uint8Array): RtpPacket | { drop: RtpDro
   return {
     marker: (second & 0x80) !== 0,
     payloadType: second & 0x7f,
-    sequenceNumber: view.getUint16(2),
-    timestamp: view.getUint32(4),
-    ssrc: view.getUint32(8),
+    // Read byte by byte: no DataView object per packet.
+    sequenceNumber: (datagram[2] << 8) | datagram[3],
+    timestamp: uint32At(datagram, 4),
+    ssrc: uint32At(datagram, 8),
     payload: datagram.subarray(offset, end),
   };
+}
+
+function uint32At(bytes: Uint8Array, at: number): number {
+  return ((bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3]) >>> 0;
 }
 
 /** A version-2 RTP packet with no CSRCs, extension or padding. */

@@ -308,9 +308,9 @@ class G711RtpSession implements RtpSession {
     this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
     const datagram = buildRtpPacket({ marker, payloadType, sequenceNumber: this.sequenceNumber, timestamp, ssrc: this.ssrc, payload });
     this.counts.sent++;
-    this.socket.send(datagram, to.port, to.address, (err) => {
-      if (err) this.logger.debug({ err }, 'RTP send failed');
-    });
+    // No callback: a send that fails is a lost packet, which RTP expects; asking to be told of
+    // each send would cost every packet a completion callback.
+    this.socket.send(datagram, to.port, to.address);
   }
 
   private drop(reason: keyof RtpDropCounts): void {

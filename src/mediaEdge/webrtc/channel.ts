@@ -50,6 +50,7 @@ export const INBOUND_MAX_DEPTH_MS = 800;
 /** Backlog over the depth, in frames, that makes a tick hand over a second frame. */
 const CATCH_UP_FRAMES = 2;
 const SILENT_FRAME = new Int16Array(FRAME_SAMPLES);
+const NO_SAMPLES = new Int16Array(0);
 
 export class WebRtcMediaChannel implements MediaChannel {
   readonly closed: Promise<ChannelCloseReason>;
@@ -62,7 +63,7 @@ export class WebRtcMediaChannel implements MediaChannel {
   private queue: PcmFrame[] = [];
   private drainWaiters: (() => void)[] = [];
   /** Decoded inbound samples not yet played (a packet may hold more than one frame). */
-  private carry: Int16Array = new Int16Array(0);
+  private carry: Int16Array = NO_SAMPLES;
   private ticks = 0;
   private readonly timestampBase = randomInt(0, 2 ** 31);
   private sequenceNumber = randomInt(0, 0x10000);
@@ -170,8 +171,14 @@ export class WebRtcMediaChannel implements MediaChannel {
           this.carry = concat(this.carry, new Int16Array(FRAME_SAMPLES));
         }
       }
-      frame = this.carry.slice(0, FRAME_SAMPLES);
-      this.carry = this.carry.slice(FRAME_SAMPLES);
+      if (this.carry.length === FRAME_SAMPLES) {
+        // The usual case, a packet of one frame: its decoded array is the frame, no copy.
+        frame = this.carry;
+        this.carry = NO_SAMPLES;
+      } else {
+        frame = this.carry.slice(0, FRAME_SAMPLES);
+        this.carry = this.carry.slice(FRAME_SAMPLES);
+      }
     }
     this.stats.inboundFrames++;
     for (const listener of this.inboundListeners) {

@@ -394,6 +394,16 @@ export interface MediaEdgeDialActivities {
   dialPhoneCall(input: DialPhoneCallInput): Promise<DialPhoneCallResult>;
 }
 
+/** The activity a SIP-enabled media edge runs on its own task queue for the dials it holds (src/mediaEdge/phoneDialer.ts). */
+export interface MediaEdgeScreeningActivities {
+  /**
+   * cancel-call once the callee answered, while the dial may still be screening the answer:
+   * the screening stops at once (no voicemail message, or the rest of one cut), BYE, and the
+   * dial ends cancelled; a call no longer being dialled is hung up. Idempotent.
+   */
+  hangUpScreenedCall(input: { callId: string }): Promise<void>;
+}
+
 /** The activities every media edge instance runs on its own task queue. */
 export interface MediaEdgeActivities {
   speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult>;

@@ -66,6 +66,11 @@ export class CallEventInbox {
     return this.queue.length < before;
   }
 
+  /** The first queued event of this type, left in the queue. */
+  peek<T extends CallEvent['type']>(type: T): Extract<CallEvent, { type: T }> | undefined {
+    return this.queue.find((e) => e.type === type) as Extract<CallEvent, { type: T }> | undefined;
+  }
+
   /** True once an event of this type has arrived (consumed or not). */
   has(type: CallEvent['type']): boolean {
     return this.queue.some((e) => e.type === type);

@@ -11,6 +11,8 @@
  *   detection"): a person → answered; a machine → ended voicemail, after the voicemail message,
  *   which is written as the agent's turn with a System Note of the detection
  *   cancel-call while it rings: the dial is cancelled (the edge sends CANCEL) → cancelled
+ *   cancel-call while the answer is screened: the edge is told on its own queue too
+ *   (hangUpScreenedCall: no message, or the rest of it cut, BYE) → cancelled
  *   cancel-call once answered: the script stops, hangUpCaller (the edge sends BYE) → cancelled
  */
 import {
@@ -25,7 +27,13 @@ import {
 } from '@temporalio/workflow';
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
 import type { MediaEdgeDial } from '../src/telephony/provider.js';
-import { MEDIA_EDGE_DIAL_TASK_QUEUE, type DialPhoneCallResult, type MediaEdgeActivities, type MediaEdgeDialActivities } from './contracts.js';
+import {
+  MEDIA_EDGE_DIAL_TASK_QUEUE,
+  type DialPhoneCallResult,
+  type MediaEdgeActivities,
+  type MediaEdgeDialActivities,
+  type MediaEdgeScreeningActivities,
+} from './contracts.js';
 import { outcomeOf, type CallContext, type CancelledOutcome, type ConversationOutcome } from './conversation.js';
 import { EDGE_PICKUP_TIMEOUT, runMediaConversation } from './mediaConversation.js';
 
@@ -65,7 +73,7 @@ function dialer(startToCloseMs: number) {
 }
 
 function hangUpOn(taskQueue: string) {
-  return proxyActivities<MediaEdgeActivities>({
+  return proxyActivities<MediaEdgeActivities & MediaEdgeScreeningActivities>({
     taskQueue,
     scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
     startToCloseTimeout: '30 seconds',
@@ -115,12 +123,26 @@ export async function runTrunkCall(ctx: CallContext, dial: MediaEdgeDial): Promi
       (err: unknown) => (settled = { err }),
     );
   let cancelSent = false;
+  let edgeTold = false;
   let ringing = false;
+  // The edge that answered the call (its `answered` event) while the dial still screens the answer.
+  const answeredOn = () => ctx.events.peek('answered')?.media_task_queue;
   while (!settled) {
-    await condition(() => settled !== undefined || (!cancelSent && cancelled()) || ctx.events.has('ringing'));
+    await condition(() => settled !== undefined || (!cancelSent && cancelled()) || ctx.events.has('ringing') || (cancelSent && !edgeTold && answeredOn() !== undefined));
     if (!cancelSent && cancelled()) {
       cancelSent = true;
       dialScope.cancel();
+    }
+    const edgeQueue = cancelSent && !edgeTold ? answeredOn() : undefined;
+    if (edgeQueue) {
+      // Answered and being screened: the dial's cancellation reaches the edge only with the dial's
+      // next heartbeat (up to 8 s), by when the voicemail message may have begun; the edge's own
+      // queue reaches it at once. The dial then settles cancelled; a failure here leaves the
+      // cancellation to get there.
+      edgeTold = true;
+      void hangUpOn(edgeQueue)
+        .hangUpScreenedCall({ callId: ctx.input.callId })
+        .catch(() => undefined);
     }
     if (ctx.events.drop('ringing') && !ringing) {
       ringing = true;

@@ -12,6 +12,8 @@
  * detection"): a CallScreener hears the callee from the answer on; a person → answered (the
  * script runs); a machine → the voicemail message after its beep or greeting, BYE, and the
  * dial ends `voicemail` with the detection and the message for the workflow to write.
+ * cancel-call meanwhile reaches the edge on its own queue (`hangUpScreenedCall`): the screening
+ * stops at once (no message, or the rest of it cut), BYE, and the dial ends `cancelled`.
  *
  * One call, one INVITE: the INVITE's Call-ID is derived from the call id, a dial already under
  * way on this edge is joined rather than repeated, and an attempt whose claim another edge
@@ -23,7 +25,7 @@ import { NOT_FOUND_FAILURE, type DialPhoneCallInput, type DialPhoneCallResult, t
 import { RING_TIMEOUT_END, sipCallIdOf, sipDialEnd } from '../domain/sipOutcomes.js';
 import type { Logger } from '../logging/logger.js';
 import type { CallEventReporter } from './callEvents.js';
-import { CallScreener, type CallScreening, type SayLine, type VoicemailDropSettings } from './conversation/voicemailDrop.js';
+import { CallScreener, ScreeningCancelled, type CallScreening, type SayLine, type VoicemailDropSettings } from './conversation/voicemailDrop.js';
 import type { LiveCalls } from './liveCalls.js';
 import type { ChannelCloseReason } from './media/channel.js';
 import { establishedPhoneCall, type PhoneCall } from './phoneCall.js';
@@ -83,6 +85,24 @@ export class PhoneDialer {
     return { dialPhoneCall: (input) => this.dialPhoneCall(input) };
   }
 
+  /**
+   * cancel-call once the callee answered (the edge's `hangUpScreenedCall` activity, which the
+   * call workflow runs on this edge's own queue: the dial activity's cancellation would get here
+   * only with its next heartbeat, up to 8 s later). A dial still screening the answer stops at
+   * once: no voicemail message, or the rest of one cut, BYE, and the dial ends cancelled. A call
+   * no longer being dialled (taken for a person meanwhile) is hung up.
+   */
+  async hangUpScreenedCall(callId: string): Promise<void> {
+    const dial = this.dialling.get(callId);
+    const cancel = this.cancels.get(callId);
+    if (dial && cancel) {
+      cancel.abort(new Error('cancel-call'));
+      await dial.catch(() => undefined);
+      return;
+    }
+    await this.options.calls.get(callId)?.hangUp();
+  }
+
   /** Dials under way now. */
   get active(): number {
     return this.dialling.size;
@@ -109,7 +129,8 @@ export class PhoneDialer {
       }
       if (ctx.cancellationSignal.aborted) onCancel();
       const result = await dial;
-      if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason instanceof CancelledFailure ? ctx.cancellationSignal.reason : new CancelledFailure('dial cancelled');
+      // A voicemail message the cancel cut is still reported: the workflow writes what the machine heard.
+      if (ctx.cancellationSignal.aborted && !(result.outcome === 'ended' && result.voicemail)) throw ctx.cancellationSignal.reason instanceof CancelledFailure ? ctx.cancellationSignal.reason : new CancelledFailure('dial cancelled');
       return result;
     } finally {
       clearInterval(heartbeat);
@@ -262,6 +283,10 @@ export class PhoneDialer {
       screening = await screener.finish({ say, ...(input.voicemailMessage ? { voicemailMessage: input.voicemailMessage } : {}), signal: cancelled });
     } catch (err) {
       await call.hangUp();
+      if (err instanceof ScreeningCancelled) {
+        log.info({ messagePlayedMs: err.said?.playedMs }, 'cancel-call during the screening: BYE');
+        return endOfCancelledScreening(err);
+      }
       if (cancelled.aborted) return { outcome: 'ended', endReason: 'cancelled' };
       // The message could not be said (the speech engines failed): the machine's call still ends voicemail.
       log.warn({ err }, 'the voicemail message failed');
@@ -294,12 +319,7 @@ export function endOfScreening(screening: CallScreening): DialEnd | undefined {
   if (outcome === 'human') return undefined;
   if (detection?.verdict === 'machine') {
     const said = message && message.playedMs > 0 ? message : undefined;
-    const heard = [
-      `reason ${detection.reason}`,
-      `${detection.greetingMs} ms of greeting`,
-      `${detection.words} word${detection.words === 1 ? '' : 's'}`,
-      detection.beepAt !== undefined ? `a beep at ${detection.beepAt} ms` : 'no beep before the verdict',
-    ].join(', ');
+    const heard = heardOf(detection);
     const left = said
       ? ` The voicemail message was said ${said.startedAtMs} ms after the answer (${CUE_WORDS[said.cue]})${outcome === 'channel_closed' ? ', and the machine hung up before its end' : ''}.`
       : outcome === 'channel_closed'
@@ -313,6 +333,33 @@ export function endOfScreening(screening: CallScreening): DialEnd | undefined {
     };
   }
   return CLOSED_BEFORE_VERDICT[screening.closeReason ?? 'remote_hangup'];
+}
+
+/**
+ * How a dial ends when cancel-call stopped its screening: cancelled (docs/telephony.md,
+ * "Voicemail detection"). A message the machine heard part of is still the call's last line:
+ * its turn and a note of the detection and the cut go with the dial for the workflow to write.
+ */
+export function endOfCancelledScreening(cancelled: ScreeningCancelled): DialEnd {
+  const { detection, said: message } = cancelled;
+  if (!detection || detection.verdict !== 'machine' || !message || message.playedMs <= 0) return { outcome: 'ended', endReason: 'cancelled' };
+  return {
+    outcome: 'ended',
+    endReason: 'cancelled',
+    note:
+      `An answering machine took the call (${heardOf(detection)}; decided ${detection.decidedAtMs} ms after the answer). ` +
+      `The voicemail message began ${message.startedAtMs} ms after the answer (${CUE_WORDS[message.cue]}); cancel-call cut it ${message.playedMs} ms in, and the agent hung up.`,
+    voicemail: { detection, message },
+  };
+}
+
+function heardOf(detection: NonNullable<CallScreening['detection']>): string {
+  return [
+    `reason ${detection.reason}`,
+    `${detection.greetingMs} ms of greeting`,
+    `${detection.words} word${detection.words === 1 ? '' : 's'}`,
+    detection.beepAt !== undefined ? `a beep at ${detection.beepAt} ms` : 'no beep before the verdict',
+  ].join(', ');
 }
 
 const CUE_WORDS: Record<string, string> = {

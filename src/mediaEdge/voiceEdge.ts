@@ -219,12 +219,17 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
   let trunkAgent: SipTrunkAgent | undefined;
   let dialWorker: Worker | undefined;
   let dialing: Promise<void> | undefined;
+  let phoneDialer: PhoneDialer | undefined;
   try {
     worker = await Worker.create({
       connection,
       namespace: options.temporalNamespace,
       taskQueue,
-      activities: createMediaEdgeActivities({ calls, logger, transfers }),
+      activities: {
+        ...createMediaEdgeActivities({ calls, logger, transfers }),
+        // cancel-call while this edge screens a dial's answer (phoneDialer.ts); without a trunk, a plain hang-up.
+        hangUpScreenedCall: async ({ callId }: { callId: string }) => (phoneDialer ? phoneDialer.hangUpScreenedCall(callId) : calls.get(callId)?.hangUp()),
+      },
       ...tracedWorkerOptions(),
       // Each call runs one speech activity at a time; the cap keeps a burst from starving the media loop.
       maxConcurrentActivityTaskExecutions: 200,
@@ -237,7 +242,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       const openRtp = () => openRtpSession({ portRange: trunkSettings.rtpPortRange, bindAddress: trunkSettings.listen.host, inactivityMs: options.rtpInactivityMs ?? config.RTP_INACTIVITY_SECONDS * 1000, logger, ...(options.rtpClock ? { clock: options.rtpClock } : {}) });
       // A transfer's bridge dials the person through the same trunk, on an RTP port of its own.
       transfers.useTrunk({ trunk: agent, openRtp, publicAddress: trunkSettings.publicAddress.host });
-      const dialer = new PhoneDialer({
+      const dialer = (phoneDialer = new PhoneDialer({
         trunk: agent,
         openRtp,
         publicAddress: trunkSettings.publicAddress.host,
@@ -246,7 +251,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
         taskQueue,
         onCall,
         logger: logger.child({ component: 'phone-dialer' }),
-      });
+      }));
       dialWorker = await Worker.create({
         connection,
         namespace: options.temporalNamespace,

@@ -78,7 +78,7 @@ export interface ScreenAnsweredCallOptions {
   /** The script's voicemail_message, its templates already filled; none → a machine just ends the call. */
   voicemailMessage?: string;
   settings?: Partial<VoicemailDropSettings>;
-  /** Aborting stops listening or speaking; the screening then rejects with the signal's reason. */
+  /** Aborting stops listening or speaking at once; the screening then rejects with ScreeningCancelled. */
   signal?: AbortSignal;
 }
 
@@ -87,6 +87,22 @@ export type SayLine = (text: string, signal: AbortSignal | undefined) => Promise
 
 class ChannelClosed {
   constructor(readonly reason: ChannelCloseReason) {}
+}
+
+/**
+ * The screening was aborted (cancel-call): what it had found by then. A message under way was
+ * cut at once (`said.playedMs` is the audio that had left); none had started when `said` is
+ * undefined.
+ */
+export class ScreeningCancelled extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly detection: AnsweringMachineResult | undefined,
+    readonly said: VoicemailMessageSaid | undefined,
+  ) {
+    super(said ? `the screening was cancelled ${said.playedMs} ms into the voicemail message` : 'the screening was cancelled before any message');
+    this.name = 'ScreeningCancelled';
+  }
 }
 
 /**
@@ -125,14 +141,21 @@ export class CallScreener {
     this.unsubscribe = undefined;
   }
 
-  /** The verdict, then on a machine the message (when there is one) after the beep or the greeting. */
+  /**
+   * The verdict, then on a machine the message (when there is one) after the beep or the
+   * greeting. Aborting `signal` rejects with ScreeningCancelled at once: before the message,
+   * none is said; during it, the rest is dropped.
+   */
   async finish(options: ({ synthesizer: SpeechSynthesizer } | { say: SayLine }) & { voicemailMessage?: string; signal?: AbortSignal }): Promise<CallScreening> {
     const { signal } = options;
     const message = options.voicemailMessage?.trim();
     const { detector, settings } = this;
-    signal?.throwIfAborted();
+    if (signal?.aborted) throw new ScreeningCancelled(signal.reason, this.detection, undefined);
     const onAbort = () => this.wake?.();
     signal?.addEventListener('abort', onAbort);
+    // The message under way: when it began, and the agent audio that has left since.
+    let started: { startedAtMs: number; cue: MessageCue; frames: number } | undefined;
+    let unsubscribeOutbound: (() => void) | undefined;
     try {
       await this.until(() => this.detection !== undefined, signal);
       const verdict = this.detection!;
@@ -148,6 +171,9 @@ export class CallScreener {
       }, signal);
       const startedAtMs = Math.round(detector.heardMs);
       this.stop();
+      const current = { startedAtMs, cue, frames: 0 };
+      started = current;
+      unsubscribeOutbound = this.channel.onOutbound(() => current.frames++);
       const { playedMs, closeReason } =
         'say' in options ? await sayWith(options.say, message, signal, () => this.closed) : await play(this.channel, options.synthesizer, message, signal, () => this.closed);
       const said = { text: message, playedMs, startedAtMs, cue };
@@ -155,9 +181,14 @@ export class CallScreener {
       if (closeReason) return { outcome: 'channel_closed', detection: verdict, message: said, closeReason };
       return { outcome: 'voicemail_left', detection: verdict, message: said };
     } catch (err) {
+      if (signal?.aborted) {
+        const cut = started && message ? { text: message, playedMs: started.frames * FRAME_MS, startedAtMs: started.startedAtMs, cue: started.cue } : undefined;
+        throw new ScreeningCancelled(signal.reason, this.detection, cut);
+      }
       if (err instanceof ChannelClosed) return { outcome: 'channel_closed', ...(this.detection ? { detection: this.detection } : {}), closeReason: err.reason };
       throw err;
     } finally {
+      unsubscribeOutbound?.();
       signal?.removeEventListener('abort', onAbort);
     }
   }

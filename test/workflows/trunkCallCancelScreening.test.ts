@@ -1,0 +1,252 @@
+// cancel-call while a phone call's answer is screened for an answering machine (docs/telephony.md,
+// "Voicemail detection"): the control plane end to end (create-phone-call and cancel-call over
+// HTTP, the real call worker, the real edge dialer: dial claim, RTP session, CallScreener) with a
+// stand-in trunk whose far ends answer at once over real RTP. The edge's screening never says the
+// message at its longest wait (ten minutes here), so no wall-clock window decides a test: a line
+// of silence holds the screening open until the cancel; a machine whose greeting ends hears a
+// message that goes on until something cuts it.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { CallEventReporter } from '../../src/mediaEdge/callEvents.js';
+import { LiveCalls } from '../../src/mediaEdge/liveCalls.js';
+import { FRAME_SAMPLES } from '../../src/mediaEdge/media/channel.js';
+import type { PhoneCall } from '../../src/mediaEdge/phoneCall.js';
+import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
+import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
+import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
+import type { OutboundInvite, OutboundInviteResult, SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
+import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeScreeningActivities } from '../../workflows/contracts.js';
+import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker } from '../support/calls.js';
+import { RtpPeer } from '../support/rtpPeer.js';
+import { createTimeSkippingEnv } from '../support/temporal.js';
+
+const SECRET = 'media-edge-secret-for-cancel-screening-tests';
+const SETTINGS = {
+  TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE,
+  DIAL_RATE_PER_NUMBER: '1000',
+  VOICE_PROVIDER: 'sip',
+  SIP_RING_TIMEOUT_SECONDS: '5',
+  MEDIA_EDGE_SECRET: SECRET,
+  RATE_LIMITS_ENABLED: 'false',
+} as const;
+
+/** What a far end sends once it answers: silence only (a machine by its initial silence), or a 3 s greeting and then silence (a machine by its long greeting, whose end cues the message). */
+type Line = 'silence' | 'greeting';
+
+/** A trunk whose callees answer at once and keep their line open; BYEs and CANCELs by callee number. */
+class StandInTrunk {
+  readonly lines = new Map<string, Line>();
+  readonly byes: string[] = [];
+  readonly cancels: string[] = [];
+  readonly peers: RtpPeer[] = [];
+
+  async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
+    const line = this.lines.get(req.toNumber);
+    if (!line) return { kind: 'failed', status: 404, reason: 'Not Found' };
+    req.onProgress?.(180, 'Ringing');
+    req.signal?.addEventListener('abort', () => this.cancels.push(req.toNumber), { once: true });
+    const edgePort = Number(/^m=audio (\d+)/m.exec(req.sdp)?.[1]);
+    const peer = await RtpPeer.open({ address: '127.0.0.1', port: edgePort });
+    this.peers.push(peer);
+    const greeting = line === 'greeting' ? Int16Array.from({ length: 24_000 }, () => Math.round((Math.random() - 0.5) * 8000)) : new Int16Array(0);
+    void peer.play(greeting, { thenSilence: true });
+    const answer = g711Answer(req.sdp, { address: '127.0.0.1', port: peer.port, sessionId: 1 });
+    if ('error' in answer) throw new Error(answer.error);
+    return { kind: 'answered', sdp: answer.sdp, dialog: this.dialog(req) };
+  }
+
+  private dialog(req: OutboundInvite): SipDialog {
+    return {
+      callId: req.callId,
+      bye: async () => {
+        this.byes.push(req.toNumber);
+      },
+      refer: async () => ({ accepted: false, status: 501 }),
+      onEnded: () => () => undefined,
+      onInfo: () => () => undefined,
+    };
+  }
+}
+
+let env: TestWorkflowEnvironment;
+let app: TestApi;
+let plain: Client;
+let team: TestTeam;
+const trunk = new StandInTrunk();
+const held = new Map<string, PhoneCall>();
+/** The `answered` report of each held call, once the service has passed it to the workflow. */
+const answeredReports = new Map<string, Promise<unknown>>();
+/** Lines the edge began saying outside the script (the voicemail message), by call id. */
+const saidOnEdge = new Map<string, string[]>();
+/** Frames of the message that have left the edge, by call id. */
+const messageFrames = new Map<string, number>();
+const workers: { worker: Worker; running: Promise<void> }[] = [];
+
+/**
+ * The voicemail message as the call's engine plays it, a frame every 20 ms on the call's RTP
+ * channel, but without end: it plays until aborted, then the rest is dropped and it rejects.
+ */
+async function playUntilAborted(call: PhoneCall, signal: AbortSignal): Promise<never> {
+  const tone = Int16Array.from({ length: FRAME_SAMPLES }, (_, i) => Math.round(4000 * Math.sin(i / 3)));
+  const timer = setInterval(() => call.channel.enqueue(tone), 20);
+  const unsubscribe = call.channel.onOutbound(() => messageFrames.set(call.callId, (messageFrames.get(call.callId) ?? 0) + 1));
+  try {
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+  } finally {
+    clearInterval(timer);
+    unsubscribe();
+    call.channel.clear();
+  }
+  throw signal.reason;
+}
+
+before(async () => {
+  env = await createTimeSkippingEnv();
+  app = await startTestApi({ temporal: env.client, config: SETTINGS });
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
+  const callWorker = await createCallWorker(env, app.pool, callTestConfig(SETTINGS));
+  workers.push({ worker: callWorker, running: callWorker.run() });
+  team = await createTestTeam(app.pool, { maxConcurrent: 10 });
+
+  const taskQueue = mediaEdgeTaskQueue(`cancel-screening-${randomUUID()}`);
+  const reporter = new CallEventReporter({ apiUrl: app.url, secret: SECRET, logger: createLogger('silent'), attempts: 2 });
+  const calls = new LiveCalls();
+  const dialer = new PhoneDialer({
+    trunk,
+    openRtp: () => openRtpSession({ portRange: { min: 43400, max: 43499 }, bindAddress: '127.0.0.1' }),
+    publicAddress: '127.0.0.1',
+    reporter,
+    calls,
+    taskQueue,
+    logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    // The longest wait for a beep is never reached: only a greeting's end (or a beep) cues the message.
+    screening: { maxGreetingWaitMs: 600_000 },
+    onCall: (call) => {
+      held.set(call.callId, call);
+      calls.add({
+        callId: call.callId,
+        channel: call.channel,
+        conversation: {
+          speak: async (text, opts) => {
+            saidOnEdge.set(call.callId, [...(saidOnEdge.get(call.callId) ?? []), text]);
+            return playUntilAborted(call, opts.signal ?? new AbortController().signal);
+          },
+          ask: async () => ({ kind: 'silence' }),
+        },
+        hangUp: () => call.hangUp(),
+      });
+      answeredReports.set(call.callId, reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue }));
+    },
+  });
+  // The edge's own queue: the script never runs here (every call is a machine), only the hang-ups.
+  const edge: MediaEdgeActivities & MediaEdgeScreeningActivities = {
+    speakToCaller: async () => {
+      throw new Error('no script line is said on a machine');
+    },
+    askCaller: async () => {
+      throw new Error('no script line is said on a machine');
+    },
+    hangUpCaller: async ({ callId }) => {
+      await held.get(callId)?.hangUp();
+    },
+    hangUpScreenedCall: ({ callId }) => dialer.hangUpScreenedCall(callId),
+  };
+  for (const worker of [
+    await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }),
+    await Worker.create({ connection: env.nativeConnection, taskQueue, activities: edge }),
+  ]) {
+    workers.push({ worker, running: worker.run() });
+  }
+});
+
+after(async () => {
+  for (const { worker } of workers) worker.shutdown();
+  await Promise.all(workers.map((w) => w.running));
+  await app?.close();
+  await env?.teardown();
+  for (const peer of trunk.peers) peer.close();
+});
+
+let calleeSeq = 0;
+
+/** A call to a far end of its own, with a script that has a voicemail message; resolves once the edge holds the answered call and the workflow has its `answered` event. */
+async function answeredCall(line: Line): Promise<{ callId: string; to: string }> {
+  calleeSeq += 1;
+  const to = calleeNumber(String(3000 + calleeSeq));
+  trunk.lines.set(to, line);
+  const script = await insertScript(app.pool, {
+    teamId: team.teamId,
+    name: `Voicemail ${calleeSeq}`,
+    definition: { name: `Voicemail ${calleeSeq}`, voicemail_message: 'Hello {{contact.first_name}}, please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] },
+  });
+  const res = await app.request('POST', '/api/v1/create-phone-call', {
+    key: team.apiKey,
+    body: { from_number: team.fromNumber, script_id: script.id, contact: { phone_number: to, first_name: 'Ada' } },
+  });
+  assert.equal(res.status, 201, res.text);
+  const callId = res.json.call_id as string;
+  for (let i = 0; i < 600 && !answeredReports.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(answeredReports.has(callId), 'the callee answered');
+  await answeredReports.get(callId);
+  return { callId, to };
+}
+
+const cancelCall = (callId: string) => app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+
+/** The activities the call workflow scheduled, as name@queue (dial: the shared dial queue, edge: the edge's own). */
+async function scheduledActivities(callId: string): Promise<string[]> {
+  const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const a = e.activityTaskScheduledEventAttributes;
+    return a ? [`${a.activityType?.name}@${a.taskQueue?.name === MEDIA_EDGE_DIAL_TASK_QUEUE ? 'dial' : 'edge'}`] : [];
+  });
+}
+
+describe('cancel-call while the answer is screened', { concurrency: true }, () => {
+  test('before the message: the edge is told on its own queue, hangs up (BYE, no CANCEL), no message is said, and the call ends cancelled', async () => {
+    const { callId, to } = await answeredCall('silence');
+    const res = await cancelCall(callId);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.status, 'cancelled');
+    assert.deepEqual(await callResultOrStuck(app.pool, plain, callId, 60_000), { callId, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
+    assert.equal(saidOnEdge.get(callId), undefined, 'no voicemail message');
+    const row = await callRow(app.pool, callId);
+    assert.deepEqual(row.conversation, []);
+    assert.ok(row.system_notes.every((n) => n.kind !== 'voicemail_detection'), JSON.stringify(row.system_notes));
+    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'hangUpScreenedCall@edge']);
+  });
+
+  test('during the message: the rest is cut (BYE), the call ends cancelled, and what the machine heard is the agent’s turn with a note of the cut', async () => {
+    const { callId, to } = await answeredCall('greeting');
+    // The greeting ends (1.5 s of silence after it): the message starts, and plays until cut.
+    for (let i = 0; i < 600 && !saidOnEdge.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(saidOnEdge.get(callId), ['Hello Ada, please call us back.'], 'the message began');
+    // Some of it has left for the machine.
+    for (let i = 0; i < 600 && (messageFrames.get(callId) ?? 0) < 5; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok((messageFrames.get(callId) ?? 0) >= 5, 'the message is being heard');
+    const res = await cancelCall(callId);
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(await callResultOrStuck(app.pool, plain, callId, 60_000), { callId, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
+    const row = await callRow(app.pool, callId);
+    assert.deepEqual(row.conversation, [{ role: 'agent', text: 'Hello Ada, please call us back.' }]);
+    const notes = row.system_notes.filter((n) => n.kind === 'voicemail_detection');
+    assert.equal(notes.length, 1, JSON.stringify(row.system_notes));
+    assert.match(notes[0].text, /An answering machine took the call \(reason long_greeting, .*The voicemail message began \d+ ms after the answer \(after the greeting ended\); cancel-call cut it \d+ ms in, and the agent hung up\./);
+    const data = notes[0].data as { detection: { verdict: string }; message: { cue: string; playedMs: number } };
+    assert.equal(data.detection.verdict, 'machine');
+    assert.equal(data.message.cue, 'greeting_end');
+    assert.ok(data.message.playedMs > 0, `played ${data.message.playedMs} ms`);
+    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'hangUpScreenedCall@edge']);
+  });
+});

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../../src/db/pool.js';
-import { admissionLineTeams, admitFromLine, countedSlots, countLiveSlots, releaseSlotAndGrant, requestCallSlot, waitingCallsByTeam } from '../../src/db/repositories/concurrencySlots.js';
+import { admissionLineTeams, admitFromLine, countedSlots, countLiveSlots, releaseSlotAndGrant, requestCallSlot, teamsWithWaitingCalls, waitingCallsByTeam } from '../../src/db/repositories/concurrencySlots.js';
 import { testPool } from '../support/app.js';
 import { insertCallRowTeam, insertPhoneCalls, type CallRowTeam } from '../support/callRows.js';
 
@@ -113,6 +113,20 @@ describe('admission line', () => {
     const step = await admitFromLine(pool, t.id, 10);
     assert.deepEqual(step.granted, [...sleeping, asks]);
     assert.deepEqual(step.woken, [...sleeping, asks], 'the asking call waits (waiting_for_slot): it is woken too');
+  });
+
+  test("the reconciler's repair leaves a team's free slots to the pacer while calls sleep due in its line", async () => {
+    const paced = await team(50);
+    await insertPhoneCalls(pool, paced, 3, { at: new Date(Date.now() - 30_000), wakesOnGrant: true });
+    const [behind] = await insertPhoneCalls(pool, paced, 1, { at: new Date(Date.now() - 1000) });
+    assert.equal((await requestCallSlot(pool, paced.id, behind)).outcome, 'waiting');
+    const plain = await team(1);
+    const [holder, waits] = await insertPhoneCalls(pool, plain, 2, { at: new Date(Date.now() - 1000) });
+    await requestCallSlot(pool, plain.id, holder);
+    assert.equal((await requestCallSlot(pool, plain.id, waits)).outcome, 'waiting');
+    const teams = await teamsWithWaitingCalls(pool);
+    assert.ok(teams.includes(plain.id), 'a team whose waiting calls asked themselves is repaired');
+    assert.ok(!teams.includes(paced.id), 'a team with calls sleeping due in its line is the pacer’s');
   });
 
   test('the waiting gauge counts the due calls sleeping in the line with those waiting after asking, not the future ones nor the granted', async () => {

@@ -109,11 +109,19 @@ export async function requestCallSlot(db: Queryable, teamId: string, callId: str
   return { outcome: r.outcome, status: r.call_status, maxConcurrent: r.max_slots, woken: r.woken } as CallSlotRequest;
 }
 
-/** Teams with calls whose workflow waits in line (the reconciler hands them any free slot). */
+/**
+ * Teams with calls whose workflow waits in line (the reconciler hands them any free slot),
+ * except teams with due calls sleeping in the admission line: their free slots are the
+ * admission pacer's to hand out at its rate, not all at once.
+ */
 export async function teamsWithWaitingCalls(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ team_id: string }>(
-    `SELECT DISTINCT team_id FROM calls
-      WHERE status = 'scheduled' AND type <> 'web' AND slot_granted_at IS NULL AND progress = 'waiting_for_slot'`,
+    `SELECT DISTINCT w.team_id FROM calls w
+      WHERE w.status = 'scheduled' AND w.type <> 'web' AND w.slot_granted_at IS NULL AND w.progress = 'waiting_for_slot'
+        AND NOT EXISTS (
+          SELECT 1 FROM calls s
+           WHERE s.team_id = w.team_id AND s.status = 'scheduled' AND s.type <> 'web' AND s.slot_granted_at IS NULL
+             AND s.wakes_on_grant AND COALESCE(s.dial_after, s.scheduled_time) <= now())`,
   );
   return rows.map((r) => r.team_id);
 }

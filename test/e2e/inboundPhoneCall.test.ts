@@ -5,26 +5,17 @@
 // Festival) speaks the number's inbound script to the caller, then hangs up. An unknown
 // number gets 404; a team at its ceiling gets 486 and no call row.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
 import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { BaresipPhone } from '../support/baresip.js';
-import { createTestTeam, startTestApi, type TestApi } from '../support/app.js';
-import { callResultOrStuck, callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { createTestTeam, type TestApi } from '../support/app.js';
+import { callResultOrStuck, waitForCall } from '../support/calls.js';
+import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
 
-const SECRET = 'inbound-e2e-media-edge-secret-0123';
 const CALLER = '+12125550187';
 const NUMBER = '+13125550142';
 
@@ -36,45 +27,20 @@ const RECEPTION = {
   ],
 };
 
+let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-let edge: VoiceEdge;
 let phone: BaresipPhone;
-let recordingsDir: string;
 let sipPort: number;
 
 before(async () => {
-  recordingsDir = mkdtempSync(path.join(os.tmpdir(), 'inbound-call-recordings-'));
-  env = await createLocalEnv();
-  const edgePort = await freePort();
-  const wsUrl = `ws://127.0.0.1:${edgePort}/ws`;
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `inbound-e2e-${process.pid}`,
-    MEDIA_EDGE_WS_URL: wsUrl,
-    MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test',
-    MEDIA_EDGE_SECRET: SECRET,
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: recordingsDir,
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
+  const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
+  stack = await startPhoneStack('inbound-e2e', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' });
+  ({ env, app } = stack);
   phone = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }] });
   sipPort = await freePort();
-  speech = createSpeechEngines({});
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test', LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `inbound-e2e-${process.pid}`,
+  await stack.startEdge({
+    settings: { MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' },
     trunk: {
       trunk: { uri: `sip:127.0.0.1:${phone.sipPort};transport=udp`, host: '127.0.0.1', port: phone.sipPort, transport: 'udp' },
       listen: { host: '127.0.0.1', port: sipPort },
@@ -86,14 +52,7 @@ before(async () => {
 });
 
 after(async () => {
-  await edge?.close();
-  await speech?.close();
-  worker?.shutdown();
-  await running;
-  await phone?.stop();
-  await app?.close();
-  await env?.teardown();
-  rmSync(recordingsDir, { recursive: true, force: true });
+  await stack?.stop([phone]);
 });
 
 /** Dials `number` at the edge; the phone's next CALL_ESTABLISHED or CALL_CLOSED. */

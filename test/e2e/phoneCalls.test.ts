@@ -11,31 +11,23 @@
 // test/e2e/phoneVoicemail.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
 import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
-import { createEndpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
 import { recordingKey } from '../../src/recordings/keys.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
-import { callResultOrStuck, callRow, callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { callResultOrStuck, callRow, waitForCall } from '../support/calls.js';
+import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
 
 const run = promisify(execFile);
-const SECRET = 'phone-test-media-edge-secret-0123';
 /** Auto-answers and plays the answers WAV; rings until CANCEL; anything else is 404. */
 const ANSWERS = '+14155550171';
 const RINGS = '+14155550172';
@@ -51,20 +43,15 @@ const SCRIPT = {
   ],
 };
 
+let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-const endpointing = createEndpointing({});
-let edge: VoiceEdge;
 let phone: BaresipPhone;
 let team: TestTeam;
 /** A team whose number the phone refuses (a blocked contact): its calls get 486 Busy Here. */
 let blockedTeam: TestTeam;
 let scriptId: string;
 let blockedScriptId: string;
-let work: string;
 
 /** The callee's microphone: silence, "yes" once the prompt has played (and again for a reprompt), then silence. */
 async function answersWav(dir: string): Promise<string> {
@@ -82,18 +69,8 @@ async function answersWav(dir: string): Promise<string> {
 }
 
 before(async () => {
-  work = mkdtempSync(path.join(os.tmpdir(), 'phone-calls-'));
-  env = await createLocalEnv();
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `phone-calls-${process.pid}`,
-    MEDIA_EDGE_SECRET: SECRET,
-    VOICE_PROVIDER: 'sip',
-    SIP_RING_TIMEOUT_SECONDS: '4',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
+  stack = await startPhoneStack('phone-calls', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
+  ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   blockedTeam = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
@@ -103,45 +80,18 @@ before(async () => {
       { number: ANSWERS, answer: 'auto' },
       { number: RINGS, answer: 'manual' },
     ],
-    audioFile: await answersWav(work),
+    audioFile: await answersWav(stack.work),
     busyFor: [`sip:${blockedTeam.fromNumber}@127.0.0.1`],
   });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
-  speech = createSpeechEngines({});
-  const sipPort = await freePort();
-  const { createRecordingStore } = await import('../../src/recordings/index.js');
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({
-      MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`,
-      MEDIA_EDGE_SECRET: SECRET,
-      API_URL: app.url,
-      LOG_LEVEL: 'silent',
-      // A silent far end ends the call dropout after this long (10 s in production).
-      RTP_INACTIVITY_SECONDS: '3',
-    }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    endpointing,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `phone-test-${process.pid}`,
-    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${sipPort}`, RTP_PORT_RANGE: '44600-44799' }),
+  await stack.startEdge({
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44600-44799' }),
+    // A silent far end ends the call dropout after this long (10 s in production).
+    settings: { RTP_INACTIVITY_SECONDS: '3' },
   });
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await endpointing.close();
-  await app?.close();
-  await env?.teardown();
-  await phone?.stop();
-  if (work) rmSync(work, { recursive: true, force: true });
+  await stack?.stop([phone]);
 });
 
 async function createPhoneCall(to: string, from: { team: TestTeam; scriptId: string } = { team, scriptId }): Promise<string> {

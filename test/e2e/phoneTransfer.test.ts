@@ -10,32 +10,24 @@
 // on_failure.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { createEndpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
 import { readWav, type PcmAudio } from '../../src/mediaEdge/audio/wav.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
 import { recordingKey } from '../../src/recordings/keys.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
-import { callResultOrStuck, callRow, callTestConfig, createCallWorker } from '../support/calls.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { callResultOrStuck, callRow } from '../support/calls.js';
+import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
 
 const run = promisify(execFile);
-const SECRET = 'transfer-test-media-edge-secret-01';
 /** The callee (baresip A, the trunk). */
 const CALLER = '+14155550181';
 /** The person (baresip B). */
@@ -43,17 +35,12 @@ const PERSON = '+14155550182';
 const CALLER_TONE_HZ = 600;
 const PERSON_TONE_HZ = 1000;
 
+let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-const endpointing = createEndpointing({});
-let edge: VoiceEdge;
 let phoneA: BaresipPhone;
 let phoneB: BaresipPhone;
 let team: TestTeam;
-let work: string;
 
 async function tone(file: string, hz: number, seconds: number, leadingSilence: number): Promise<string> {
   // spawns: sox
@@ -82,58 +69,21 @@ async function personWav(dir: string): Promise<string> {
 }
 
 before(async () => {
-  work = mkdtempSync(path.join(os.tmpdir(), 'phone-transfer-'));
-  env = await createLocalEnv();
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `phone-transfer-${process.pid}`,
-    MEDIA_EDGE_SECRET: SECRET,
-    VOICE_PROVIDER: 'sip',
-    SIP_RING_TIMEOUT_SECONDS: '10',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
+  stack = await startPhoneStack('phone-transfer', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '10' });
+  ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   // A: silence while the agent greets, dials B and announces, then its tone; it hangs up when the file ends
   // (25 s after its answer: B's sentence, said about 3 s after B answers, is recognised well before).
-  phoneA = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }], audioFile: await tone(path.join(work, 'a.wav'), CALLER_TONE_HZ, 15, 10) });
-  phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await personWav(work) });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
-  speech = createSpeechEngines({});
-  const { createRecordingStore } = await import('../../src/recordings/index.js');
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({
-      MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`,
-      MEDIA_EDGE_SECRET: SECRET,
-      API_URL: app.url,
-      LOG_LEVEL: 'silent',
-    }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    endpointing,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `transfer-test-${process.pid}`,
+  phoneA = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }], audioFile: await tone(path.join(stack.work, 'a.wav'), CALLER_TONE_HZ, 15, 10) });
+  phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await personWav(stack.work) });
+  await stack.startEdge({
     transferRingTimeoutMs: 8_000,
     trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phoneA.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44800-44999' }),
   });
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await endpointing.close();
-  await app?.close();
-  await env?.teardown();
-  await phoneA?.stop();
-  await phoneB?.stop();
-  if (work) rmSync(work, { recursive: true, force: true });
+  await stack?.stop([phoneA, phoneB]);
 });
 
 async function callWithScript(script: ScriptDefinitionInput): Promise<string> {

@@ -6,69 +6,35 @@
 // (test/mediaEdge/sipScenarios), checks the digest answer, answers, and waits for our BYE.
 // The agent's T1 is 50 ms, so Timer B (64×T1) gives up on the silent trunk in 3.2 s, not 32 s.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, createCallWorker } from '../support/calls.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow } from '../support/calls.js';
+import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
 import { startSipp } from '../support/sipp.js';
-import { createLocalEnv } from '../support/temporal.js';
 
-const SECRET = 'trunk-reach-media-edge-secret-0123';
 const CALLEE = '+14155550181';
 /** Not screened for an answering machine: SIPp sends no audio, and a silent line is a machine. */
 const SCRIPT = { name: 'Short call', voicemail_detection: false, steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
 
+let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-let edge: VoiceEdge;
 let team: TestTeam;
 let scriptId: string;
-let work: string;
 /** The trunk's UDP port: nobody's at first, SIPp's during the digest tests. */
 let trunkPort: number;
 
 before(async () => {
-  work = mkdtempSync(path.join(os.tmpdir(), 'trunk-reach-'));
-  env = await createLocalEnv();
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `trunk-reach-${process.pid}`,
-    MEDIA_EDGE_SECRET: SECRET,
-    VOICE_PROVIDER: 'sip',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
+  stack = await startPhoneStack('trunk-reach', { VOICE_PROVIDER: 'sip' });
+  ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
-  speech = createSpeechEngines({});
   trunkPort = await freePort();
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `trunk-reach-${process.pid}`,
+  await stack.startEdge({
     trunk: parseTrunkSettings({
       SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort};transport=udp`,
       SIP_TRUNK_USERNAME: 'alice',
@@ -81,13 +47,7 @@ before(async () => {
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await app?.close();
-  await env?.teardown();
-  if (work) rmSync(work, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 async function createPhoneCall(): Promise<string> {

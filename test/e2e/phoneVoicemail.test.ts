@@ -10,32 +10,23 @@
 // where the agent's voice begins in baresip's recording), not in wall-clock time.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { createEndpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
 import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
 import { recordingKey } from '../../src/recordings/keys.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
-import { callResultOrStuck, callRow, callTestConfig, createCallWorker } from '../support/calls.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { callResultOrStuck, callRow } from '../support/calls.js';
+import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
 
 const run = promisify(execFile);
-const SECRET = 'voicemail-test-media-edge-secret-01';
 const MACHINE = '+14155550181';
 const PERSON = '+14155550182';
 const SCRIPT = {
@@ -47,17 +38,12 @@ const SCRIPT = {
   ],
 };
 
+let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-const endpointing = createEndpointing({});
-let edge: VoiceEdge;
 let phone: BaresipPhone;
 let team: TestTeam;
 let scriptId: string;
-let work: string;
 /** Where the beep ends in the machine's microphone, ms from the answer. */
 let beepEndsAtMs: number;
 /** Where the person's "Hello?" ends, ms from the answer. */
@@ -97,23 +83,13 @@ async function personWav(dir: string): Promise<{ file: string; helloEndsAtMs: nu
 }
 
 before(async () => {
-  work = mkdtempSync(path.join(os.tmpdir(), 'phone-voicemail-'));
-  env = await createLocalEnv();
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `phone-voicemail-${process.pid}`,
-    MEDIA_EDGE_SECRET: SECRET,
-    VOICE_PROVIDER: 'sip',
-    SIP_RING_TIMEOUT_SECONDS: '4',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
+  stack = await startPhoneStack('phone-voicemail', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
+  ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
-  const machine = await machineWav(work);
+  const machine = await machineWav(stack.work);
   beepEndsAtMs = machine.beepEndsAtMs;
-  const hello = await personWav(work);
+  const hello = await personWav(stack.work);
   helloEndsAtMs = hello.helloEndsAtMs;
   phone = await BaresipPhone.start({
     accounts: [
@@ -121,33 +97,13 @@ before(async () => {
       { number: PERSON, answer: 'auto', audioFile: hello.file },
     ],
   });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
-  speech = createSpeechEngines({});
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    endpointing,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `voicemail-test-${process.pid}`,
+  await stack.startEdge({
     trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44800-44839' }),
   });
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await endpointing.close();
-  await app?.close();
-  await env?.teardown();
-  await phone?.stop();
-  if (work) rmSync(work, { recursive: true, force: true });
+  await stack?.stop([phone]);
 });
 
 /** The 20 ms frames of a mono WAV louder than -40 dBFS: [start ms] of each. */

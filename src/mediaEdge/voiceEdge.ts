@@ -24,6 +24,7 @@ import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation, type LiveCall } from './liveCalls.js';
 import type { AudioBand, ChannelCloseReason, MediaChannel } from './media/channel.js';
 import { answerInboundCalls } from './inboundPhoneCalls.js';
+import { CallEndings, DEFAULT_CALL_ENDINGS_WAIT_MS } from './callEndings.js';
 import { CallRecorder } from './recording/callRecorder.js';
 import { uploadRecording, type RecordingRetryPolicy } from './recording/recordingUpload.js';
 import { PhoneDialer, type PhoneCall } from './phoneDialer.js';
@@ -62,6 +63,8 @@ export interface VoiceEdgeOptions {
   trunkTimers?: Partial<SipTimers>;
   /** The 20 ms clock of the phone calls' RTP (default: the process's shared one; bench/sipCalls.ts times its ticks). */
   rtpClock?: FrameClock;
+  /** How long close() waits for the calls' ends and recordings to be reported (default 25 s, callEndings.ts). */
+  closeWaitMs?: number;
 }
 
 export interface VoiceEdge {
@@ -303,7 +306,11 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
         await listening.close();
         // The calls' ends reach the service, and their activities' failures the workflows,
         // before the speech worker stops: it stops once, after the calls.
-        await Promise.allSettled([...callEnds]);
+        // Bounded: a recording store that does not answer must not hold the process past its grace period.
+        const endings = new CallEndings();
+        for (const ending of callEnds) endings.add(ending);
+        const { unsettled } = await endings.settled(options.closeWaitMs ?? DEFAULT_CALL_ENDINGS_WAIT_MS);
+        if (unsettled > 0) logger.warn({ unsettled }, 'edge closing: calls whose end or recording was still being reported are left behind');
         stopWorker(activeWorker);
         await running;
         await connection.close();

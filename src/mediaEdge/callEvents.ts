@@ -4,6 +4,7 @@
  * stable event_id, so a retried report is applied once. After the call, System Notes of what
  * the edge learnt late (a lost recording) go to POST /internal/v1/calls/{call_id}/system-notes.
  */
+import { context as otelContext, propagation, trace, type Context } from '@opentelemetry/api';
 import type { CallEvent } from '../../workflows/contracts.js';
 import type { Logger } from '../logging/logger.js';
 
@@ -17,8 +18,18 @@ export interface CallEventReporterOptions {
   fetch?: typeof fetch;
 }
 
+/** Calls whose trace is kept at once, at most (their ends forget them; a bound in case one never ends). */
+const MAX_TRACED_CALLS = 10_000;
+
 export class CallEventReporter {
   private readonly doFetch: typeof fetch;
+  /**
+   * The trace each phone call's requests join: the dial activity's context, taken when it
+   * claims the dial. The later events (ringing from the trunk's responses, answered, ended)
+   * run outside that activity, and fetch is not instrumented: without it each would root a
+   * trace of its own at the API (docs/observability.md, "Traces").
+   */
+  private readonly traces = new Map<string, Context>();
 
   constructor(private readonly options: CallEventReporterOptions) {
     this.doFetch = options.fetch ?? fetch;
@@ -53,6 +64,7 @@ export class CallEventReporter {
     callId: string,
     claim: { claimId: string; mediaTaskQueue: string },
   ): Promise<{ kind: 'claimed'; first: boolean; teamId?: string } | { kind: 'refused'; status: number; message: string; heldBy?: string } | { kind: 'unreachable'; detail: string }> {
+    this.traceCall(callId);
     const answer = await this.post(`/internal/v1/calls/${encodeURIComponent(callId)}/dial-claim`, { claim_id: claim.claimId, media_task_queue: claim.mediaTaskQueue }, { callId }, 'dial claim');
     let parsed: { first?: unknown; team_id?: unknown; message?: unknown; media_task_queue?: unknown } = {};
     try {
@@ -70,6 +82,19 @@ export class CallEventReporter {
     };
   }
 
+  /** The call's later requests join the trace active now, when there is one (tracing on, inside an activity). */
+  traceCall(callId: string): void {
+    const active = otelContext.active();
+    if (!trace.getSpan(active)) return;
+    if (this.traces.size >= MAX_TRACED_CALLS) this.traces.delete(this.traces.keys().next().value as string);
+    this.traces.set(callId, active);
+  }
+
+  /** The call has ended on this edge: its trace is no longer kept. */
+  forgetCall(callId: string): void {
+    this.traces.delete(callId);
+  }
+
   /** POSTs with retries (network errors, 5xx, and what `retryAlso` names); 4xx otherwise final. */
   private async post(
     path: string,
@@ -80,13 +105,16 @@ export class CallEventReporter {
   ): Promise<{ ok: boolean; status: number; body: string }> {
     const attempts = this.options.attempts ?? 6;
     const url = `${this.options.apiUrl.replace(/\/$/, '')}${path}`;
+    const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${this.options.secret}` };
+    // traceparent (W3C): the call's trace, or the one active now; nothing when tracing is off.
+    propagation.inject((fields.callId && this.traces.get(fields.callId)) || otelContext.active(), headers);
     for (let attempt = 1; ; attempt++) {
       let status = 0;
       let detail = '';
       try {
         const res = await this.doFetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.secret}` },
+          headers,
           body: JSON.stringify(body),
           signal: AbortSignal.timeout(5_000),
         });

@@ -200,7 +200,10 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       ]);
     });
     callEnds.add(ending);
-    void ending.finally(() => callEnds.delete(ending));
+    void ending.finally(() => {
+      callEnds.delete(ending);
+      reporter.forgetCall(call.callId);
+    });
     // Once answered, the call workflow runs the script's speech on this instance's queue. The
     // recording starts when the service has taken the call (its answer names the team, which
     // keys the recording); nothing is said before that.

@@ -19,6 +19,7 @@ import {
   type CallRecord,
 } from '../src/db/repositories/calls.js';
 import { findContactById } from '../src/db/repositories/contacts.js';
+import { findTeamFirstPhoneNumber } from '../src/db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
 import { parseScriptDefinition, type CheckedScript } from '../src/domain/scripts/definition.js';
 import { objectiveNames } from '../src/domain/scripts/steps.js';
@@ -56,6 +57,12 @@ export interface CallContextData {
   objects: Record<string, unknown>;
   /** DEFAULT_PHONE_REGION, for the answers the script reads (dates, numbers). */
   region: string;
+  /**
+   * The caller ID of a call the edge places for this one (a transfer's bridge): the call's own
+   * number (for an inbound call, the number called), else the team's first number (a
+   * browser-only call has none); absent when the team has no number.
+   */
+  callerNumber?: string;
 }
 
 /** What placeCall answers: the provider's answer and, for a simulated call, the context the script runs on (loaded once). */
@@ -125,10 +132,12 @@ export function createCallActivities(deps: ActivityDeps) {
   /** The call's context, and its script as stored (for the voice provider). */
   async function loadContext(callId: string): Promise<CallContextData & { definition: unknown }> {
     const call = await requireCall(callId);
-    const [contact, script, objectData] = await Promise.all([
+    const ownNumber = call.type === 'inbound' ? call.to_number : call.from_number;
+    const [contact, script, objectData, callerNumber] = await Promise.all([
       findContactById(deps.pool, call.team_id, call.contact_id),
       findTeamScript(deps.pool, call.team_id, call.script_id),
       objectDataForContacts(deps.pool, call.team_id, [call.contact_id]),
+      ownNumber ?? findTeamFirstPhoneNumber(deps.pool, call.team_id),
     ]);
     if (!contact) throw notFound(`contact ${call.contact_id}`);
     if (!script) throw notFound(`script ${call.script_id}`);
@@ -148,6 +157,7 @@ export function createCallActivities(deps: ActivityDeps) {
       script: { id: script.id, name: script.name, checked: parseScriptDefinition(script.definition) },
       objects: { ...(objectData.get(call.contact_id) ?? {}), ...(call.objects ?? {}) },
       region: deps.config.DEFAULT_PHONE_REGION,
+      ...(callerNumber ? { callerNumber } : {}),
       definition: script.definition,
     };
   }

@@ -200,7 +200,8 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
         voice: edgeVoice(
           edge,
           transferActivities(taskQueue),
-          type === 'inbound' ? to_number : from_number,
+          // A browser-only call has no number: the team's (loaded with the context) shows instead of anonymous.
+          context.callerNumber ?? (type === 'inbound' ? to_number : from_number),
           ctx.input.callId,
           (lines) => appendTurns(lines.map((text) => ({ role: 'agent', text }))),
           (notes) => void writes.write(() => ctx.appendSystemNotes(notes)),

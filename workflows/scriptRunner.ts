@@ -68,6 +68,8 @@ export interface VoiceTransfer {
   to: string;
   mode: TransferMode;
   announcement?: string;
+  /** How long a bridge rings the person (the step's ring_timeout_seconds); absent: the edge's default. */
+  ringTimeoutMs?: number;
 }
 
 /**
@@ -306,7 +308,13 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         // What the call shows so far is written before a transfer that may last as long as the call.
         await host.flush?.();
         const result: TransferCallerResult = voice.transfer
-          ? await voice.transfer({ stepId: step.id, to: step.to, mode: step.mode, ...(announcement ? { announcement } : {}) })
+          ? await voice.transfer({
+              stepId: step.id,
+              to: step.to,
+              mode: step.mode,
+              ...(announcement ? { announcement } : {}),
+              ...(step.ring_timeout_seconds !== undefined ? { ringTimeoutMs: step.ring_timeout_seconds * 1000 } : {}),
+            })
           : { outcome: 'not_answered', reason: 'this call cannot be transferred' };
         if (result.systemNotes?.length) notes.push(...result.systemNotes);
         setVariable(scope, `steps.${step.id}.transferred`, result.outcome === 'transferred');

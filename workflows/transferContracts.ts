@@ -18,6 +18,8 @@ export interface TransferCallerInput {
   from?: string;
   /** Said to the person once they answer, before the legs are joined (bridge only). */
   announcement?: string;
+  /** Bridge: ring the person this long, then CANCEL (the step's ring_timeout_seconds); absent: the edge's default (30 s). */
+  ringTimeoutMs?: number;
 }
 
 /** One line said while the legs were joined: the caller's (`user`) or the person's (`agent`). */

@@ -27,9 +27,12 @@ import { g711Offer, parseG711Answer } from './rtp/g711Sdp.js';
 import type { RtpSession } from './rtp/rtpSession.js';
 import type { OutboundInvite, OutboundInviteResult, SipDialog } from './sip/trunk/sipTrunkAgent.js';
 
-/** How long the person's phone rings before the transfer gives up (CANCEL). */
+/** How long the person's phone rings before the transfer gives up (CANCEL), unless the step says (ring_timeout_seconds). */
 export const TRANSFER_RING_TIMEOUT_MS = 30_000;
-/** After a 2xx to REFER, how long the edge waits for the NOTIFY that says how the transfer went. */
+/**
+ * After a 2xx to REFER, how long the edge waits for the NOTIFY that says how the transfer went.
+ * Not a step option: it is the far end's protocol timing, not the person's (docs/scripts.md, "Transfer").
+ */
 export const REFER_NOTIFY_WAIT_MS = 32_000;
 /** How long each leg's listener waits for speech before it listens again (it is restarted until the bridge ends). */
 const BRIDGE_LISTEN_MS = 60_000;
@@ -155,7 +158,9 @@ export class CallTransfers {
         why ??= reason;
         ring.abort();
       };
-      const ringTimer = setTimeout(() => giveUp('ring_timeout'), this.options.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS);
+      // The step's own ring time first; else the edge's (tests shorten it); else 30 s.
+      const ringTimeoutMs = input.ringTimeoutMs ?? this.options.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS;
+      const ringTimer = setTimeout(() => giveUp('ring_timeout'), ringTimeoutMs);
       void call.channel.closed.then(() => giveUp('caller'));
       const onAbort = () => giveUp('cancelled');
       signal.addEventListener('abort', onAbort, { once: true });
@@ -180,7 +185,7 @@ export class CallTransfers {
       }
       if (why === 'caller') throw new CallerLeftError(caller.ended ?? 'remote_hangup');
       if (why === 'cancelled') throw signal.reason instanceof Error ? signal.reason : new Error('transfer cancelled');
-      if (answer.kind === 'cancelled' || why === 'ring_timeout') return { outcome: 'not_answered', reason: 'the person did not answer', status: 408 };
+      if (answer.kind === 'cancelled' || why === 'ring_timeout') return { outcome: 'not_answered', reason: `the person did not answer within ${Math.round(ringTimeoutMs / 1000)} s`, status: 408 };
       if (answer.kind === 'failed') {
         const reason = answer.status === 0 ? `the person could not be dialled (${answer.reason})` : `the person's phone answered ${answer.reason}`;
         return { outcome: 'not_answered', reason, status: answer.status || undefined };

@@ -62,6 +62,19 @@ describe('script format: accepted', () => {
     assert.equal(desk.type === 'transfer' && desk.on_failure, 'sorry');
     assert.equal(pbx.type === 'transfer' && pbx.mode, 'refer');
     assert.equal(ip.type === 'transfer' && ip.to, 'sip:127.0.0.1:5090');
+    assert.equal(desk.type === 'transfer' && desk.ring_timeout_seconds, undefined, 'no ring time of its own: the edge rings 30 s');
+  });
+
+  it('a transfer step may say how long the person is rung: ring_timeout_seconds, whole seconds from 5 to 300', () => {
+    for (const seconds of [5, 45, 300]) {
+      const r = parseScriptDefinition(minimal([{ id: 'x', type: 'transfer', to: '+14155552671', ring_timeout_seconds: seconds }]));
+      assert.equal(r.ok && r.script.steps[0].type === 'transfer' && r.script.steps[0].ring_timeout_seconds, seconds);
+    }
+    for (const seconds of [4, 301, 12.5, '30']) {
+      const r = parseScriptDefinition(minimal([{ id: 'x', type: 'transfer', to: '+14155552671', ring_timeout_seconds: seconds }]));
+      assert.equal(r.ok, false, String(seconds));
+      if (!r.ok) assert.match(r.message, /^steps\[0\] \(id "x"\)\.ring_timeout_seconds: ring_timeout_seconds must be a whole number of seconds from 5 to 300/);
+    }
   });
 
   it('an ask step may say which input answers it: keys, speech or both', () => {

@@ -40,7 +40,7 @@ after(async () => {
 });
 
 /** Greets, transfers to `to`; on failure says sorry (when `onFailure`), else goes on to the goodbye. */
-function transferScript(to: string, extra: { onFailure?: boolean; mode?: 'bridge' | 'refer' } = {}): ScriptDefinitionInput {
+function transferScript(to: string, extra: { onFailure?: boolean; mode?: 'bridge' | 'refer'; ringTimeoutSeconds?: number } = {}): ScriptDefinitionInput {
   return {
     name: 'Transfer',
     steps: [
@@ -52,6 +52,7 @@ function transferScript(to: string, extra: { onFailure?: boolean; mode?: 'bridge
         ...(extra.mode ? { mode: extra.mode } : {}),
         announcement: 'A caller for {{contact.first_name}}.',
         ...(extra.onFailure ? { on_failure: 'sorry' } : {}),
+        ...(extra.ringTimeoutSeconds ? { ring_timeout_seconds: extra.ringTimeoutSeconds } : {}),
       },
       { id: 'bye', type: 'end', text: 'Goodbye.' },
       { id: 'sorry', type: 'end', text: 'Sorry, nobody can take your call now.' },
@@ -149,13 +150,14 @@ async function startStandInEdge(move: TransferMove): Promise<StandIn> {
 }
 
 describe('the transfer step on the media edge', () => {
-  async function mediaCall(script: ScriptDefinitionInput, edge: StandIn): Promise<string> {
+  /** A browser-only web call (no number of its own) of a team with one number, answered on `edge`. */
+  async function mediaCall(script: ScriptDefinitionInput, edge: StandIn): Promise<{ callId: string; teamNumber: string }> {
     const team = await createTestTeam(pool);
     const scriptId = await storeScript(team, script);
     const contact = await getOrCreateSharedWebContact(pool, team.teamId);
     const call = await scheduleCall(deps, { teamId: team.teamId, scriptId, contact: { id: contact.id }, type: 'web' });
     await env.client.workflow.getHandle(callWorkflowId(call.callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: edge.taskQueue });
-    return call.callId;
+    return { callId: call.callId, teamNumber: team.fromNumber };
   }
 
   test('a bridge that ran: completed / transferred, the bridged lines in the transcript, the transfer attempted once', async () => {
@@ -170,11 +172,12 @@ describe('the transfer step on the media edge', () => {
       ],
     });
     try {
-      const callId = await mediaCall(transferScript('sip:desk@127.0.0.1:5070', { mode: 'refer', onFailure: true }), edge);
+      const { callId, teamNumber } = await mediaCall(transferScript('sip:desk@127.0.0.1:5070', { mode: 'refer', onFailure: true }), edge);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'transferred' });
       assert.equal(edge.transfers.length, 1);
       const { announcement, ...asked } = edge.transfers[0];
-      assert.deepEqual(asked, { callId, stepId: 'handoff', to: 'sip:desk@127.0.0.1:5070', mode: 'refer' });
+      // A browser-only call has no number: the person sees the team's, not "anonymous"; the edge rings its default time.
+      assert.deepEqual(asked, { callId, stepId: 'handoff', to: 'sip:desk@127.0.0.1:5070', mode: 'refer', from: teamNumber });
       assert.match(announcement ?? '', /^A caller for/, 'the announcement goes to the edge, filled');
       assert.deepEqual(await transcript(callId), ['agent: Hello, let me put you through.', 'user: hello is anyone there', 'agent: yes this is the help desk']);
       const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'transfer');
@@ -194,8 +197,9 @@ describe('the transfer step on the media edge', () => {
   test('a person who does not answer: the script goes on at on_failure, and the agent hangs up at its end', async () => {
     const edge = await startStandInEdge({ outcome: 'not_answered', reason: 'the person was busy (486 Busy Here)', status: 486 });
     try {
-      const callId = await mediaCall(transferScript('+14155559876', { onFailure: true }), edge);
+      const { callId } = await mediaCall(transferScript('+14155559876', { onFailure: true, ringTimeoutSeconds: 45 }), edge);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      assert.equal(edge.transfers[0]?.ringTimeoutMs, 45_000, "the step's ring_timeout_seconds goes to the edge");
       assert.deepEqual(edge.spoken, ['Hello, let me put you through.', 'Sorry, nobody can take your call now.']);
       assert.equal(edge.hangUps, 1);
       const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'transfer_failed');
@@ -209,7 +213,7 @@ describe('the transfer step on the media edge', () => {
   test('the caller who hangs up while the person is dialled: hang-up / User Hangup', async () => {
     const edge = await startStandInEdge({ callerHangsUp: true });
     try {
-      const callId = await mediaCall(transferScript('+14155559876', { onFailure: true }), edge);
+      const { callId } = await mediaCall(transferScript('+14155559876', { onFailure: true }), edge);
       assert.deepEqual(await result(callId), { callId, status: 'hang-up', endReason: 'User Hangup' });
     } finally {
       await edge.stop();

@@ -20,6 +20,12 @@ export async function addPhoneNumber(db: Queryable, teamId: string, phoneNumber:
   return rows[0];
 }
 
+/** The team's first number (the oldest): the caller ID of a call that has no number of its own. */
+export async function findTeamFirstPhoneNumber(db: Queryable, teamId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ phone_number: string }>('SELECT phone_number FROM phone_numbers WHERE team_id = $1 ORDER BY created_at, phone_number LIMIT 1', [teamId]);
+  return rows[0]?.phone_number;
+}
+
 export async function findTeamPhoneNumber(db: Queryable, teamId: string, phoneNumber: string): Promise<PhoneNumberRecord | undefined> {
   const { rows } = await db.query<PhoneNumberRecord>('SELECT * FROM phone_numbers WHERE team_id = $1 AND phone_number = $2', [teamId, phoneNumber]);
   return rows[0];

@@ -149,7 +149,8 @@ const SIP_URI_RE = /^sips?:([^@\s<>;]+@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?(;[^\s<>]
  * through the trunk) or a SIP URI. `bridge` (the default: it works through any trunk, and the
  * recording and transcript go on) has the edge dial the person, say `announcement` to them and
  * join the legs; `refer` sends a blind REFER and falls back to bridge when it is refused. A person
- * who does not answer sends the script to `on_failure` (absent: on to `next`).
+ * who does not answer within `ring_timeout_seconds` (default 30) sends the script to `on_failure`
+ * (absent: on to `next`).
  */
 export const transferStepSchema = z.strictObject({
   ...base,
@@ -160,6 +161,13 @@ export const transferStepSchema = z.strictObject({
     .refine((to) => E164_RE.test(to) || SIP_URI_RE.test(to), 'to must be an E.164 number (+15551234567) or a SIP URI (sip:agent@pbx.example.com)'),
   mode: z.enum(TRANSFER_MODES, { message: `mode must be one of ${TRANSFER_MODES.join(', ')}` }).default('bridge'),
   announcement: text('announcement').optional(),
+  // How long a bridge rings the person before giving up (Twilio's <Dial timeout>, jambonz's dial timeout).
+  ring_timeout_seconds: z
+    .number({ message: 'ring_timeout_seconds must be a whole number of seconds from 5 to 300' })
+    .int('ring_timeout_seconds must be a whole number of seconds from 5 to 300')
+    .min(5, 'ring_timeout_seconds must be a whole number of seconds from 5 to 300')
+    .max(300, 'ring_timeout_seconds must be a whole number of seconds from 5 to 300')
+    .optional(),
   on_failure: stepId.optional(),
 });
 export type TransferStep = z.infer<typeof transferStepSchema>;

@@ -70,6 +70,24 @@ describe('G.711 fused into the half-band converters', () => {
     }
   });
 
+  it('digital silence after sound: the encoded frames are what the plain steps give, the filter tail first, then silence, then sound again', () => {
+    for (const [table, encode] of [[MULAW_ENCODE_TABLE, encodeMulaw], [ALAW_ENCODE_TABLE, encodeAlaw]] as const) {
+      const fused = new Downsampler2();
+      const plain = new Downsampler2();
+      const pieces = [noise(320, 11), new Int16Array(320), new Int16Array(320), new Int16Array(7), new Int16Array(320), noise(320, 12), new Int16Array(320)];
+      pieces.forEach((samples, i) => {
+        const expected = encode(plain.push(samples));
+        const out = new Uint8Array(expected.length);
+        assert.equal(fused.pushEncoded(samples, table, out, 0), expected.length);
+        assert.deepEqual([...out], [...expected], `piece ${i}`);
+      });
+    }
+    // From a fresh converter, silence is the law's silence code from the first frame.
+    const out = new Uint8Array(160);
+    new Downsampler2().pushEncoded(new Int16Array(320), MULAW_ENCODE_TABLE, out, 0);
+    assert.ok(out.every((code) => code === 0xff));
+  });
+
   it("a converter's history carries across pieces: 20 ms at a time is the whole signal at once", () => {
     const signal = noise(8 * 160, 3);
     const whole = new Upsampler2().push(signal);

@@ -108,6 +108,8 @@ export class Downsampler2 {
   private x = new Float64Array(DOWN_SPAN + 1 + INITIAL_ROOM);
   /** Samples held in x (DOWN_SPAN, or one more with a sample left over). */
   private held = DOWN_SPAN;
+  /** Just past the last non-zero sample held in x (0: all held samples are zero). */
+  private nonZeroEnd = 0;
 
   push(samples: Int16Array): Int16Array {
     const count = this.take(samples);
@@ -126,7 +128,12 @@ export class Downsampler2 {
     const count = this.take(samples);
     if (offset + count > out.length) throw new RangeError(`${count} encoded samples do not fit at ${offset} in ${out.length} bytes`);
     const x = this.x;
-    for (let m = 0, c = 2 * SIDE_TAPS - 1; m < count; m++, c += 2) out[offset + m] = table[clamp(this.output(x, c)) & 0xffff];
+    if (this.nonZeroEnd === 0) {
+      // Digital silence in and behind: every output is zero (a phone call sends silence whenever the agent is not talking).
+      out.fill(table[0], offset, offset + count);
+    } else {
+      for (let m = 0, c = 2 * SIDE_TAPS - 1; m < count; m++, c += 2) out[offset + m] = table[clamp(this.output(x, c)) & 0xffff];
+    }
     this.keep(count);
     return count;
   }
@@ -140,7 +147,13 @@ export class Downsampler2 {
       this.x = grown;
     }
     const x = this.x;
-    for (let i = 0, at = this.held; i < samples.length; i++, at++) x[at] = samples[i];
+    let nonZeroEnd = this.nonZeroEnd;
+    for (let i = 0, at = this.held; i < samples.length; i++, at++) {
+      const sample = samples[i];
+      x[at] = sample;
+      if (sample !== 0) nonZeroEnd = at + 1;
+    }
+    this.nonZeroEnd = nonZeroEnd;
     this.held = needed;
     return (needed - DOWN_SPAN) >> 1;
   }
@@ -168,5 +181,6 @@ export class Downsampler2 {
     const used = DOWN_SPAN + 2 * count;
     this.x.copyWithin(0, used - DOWN_SPAN, this.held);
     this.held -= used - DOWN_SPAN;
+    this.nonZeroEnd = Math.max(0, this.nonZeroEnd - (used - DOWN_SPAN));
   }
 }

@@ -62,13 +62,9 @@
 // Both halves: BENCH_RTP_PORTS (default "48000-49999").
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
-import { readFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createPool } from '../src/db/pool.js';
-import { migrate } from '../src/db/migrate.js';
 import { addPhoneNumber } from '../src/db/repositories/phoneNumbers.js';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { sipCallIdOf } from '../src/domain/sipOutcomes.js';
@@ -86,14 +82,13 @@ import { parseTrunkSettings } from '../src/mediaEdge/sip/trunk/trunkSettings.js'
 import { createSpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
 import { FrameClock } from '../src/mediaEdge/webrtc/frameClock.js';
-import { createRecordingStore } from '../src/recordings/index.js';
-import { createWorker, installTemporalRuntime } from '../src/temporal/worker.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { RtpPeer } from '../test/support/rtpPeer.js';
 import { spoken } from '../test/support/spokenAudio.js';
 import { ACCOUNT_LINE_ANSWERS, ACCOUNT_LINE_SCRIPT } from './support/accountLineScript.js';
-import { insertTeamWithKey, jsonRequester, startBenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
+import { insertTeamWithKey, jsonRequester } from './support/api.js';
+import { startBenchCallStack } from './support/callStack.js';
+import { runBenchmark } from './support/environment.js';
 import { treeCpuSeconds } from './support/processCpu.js';
 import { out, quantile } from './support/stats.js';
 
@@ -473,34 +468,12 @@ async function speechCalls(): Promise<void> {
   const levels = (process.env.BENCH_CALLS ?? '1,5,10').split(',').map(Number);
   const maxCalls = Number(process.env.BENCH_MAX_CALLS ?? 30);
   const minTurns = Number(process.env.BENCH_MIN_TURNS ?? 20);
-  const dir = benchTempDir('sip-calls-');
-  installTemporalRuntime();
-  const database = await openBenchDatabase(dir);
-  const pool = createPool(database.url, 20);
-  await migrate(pool);
-  const temporal = await connectBenchTemporal();
-  const secret = 'bench-media-edge-secret-0123456789';
-  const config = benchConfig(database.url, {
-    ...API_BENCH_SETTINGS,
-    TEMPORAL_TASK_QUEUE: `sip-calls-${process.pid}`,
-    MEDIA_EDGE_SECRET: secret,
+  const stack = await startBenchCallStack('sip-calls', {
     VOICE_PROVIDER: 'sip',
     // Carrier pacing would spread the starts; the bench spreads them itself.
     DIAL_RATE_PER_NUMBER: '1000',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(dir, 'recordings'),
   });
-  const recordings = createRecordingStore(config);
-  const api = await startBenchApi(config, pool, temporal.client);
-  const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
-  const connection = await NativeConnection.connect({ address });
-  const worker: Worker = await createWorker({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
-  });
-  const workerRun = worker.run();
+  const { pool, config, temporal, address, api, recordings } = stack;
   const speech = createSpeechEngines(process.env);
   const phonesSipPort = await freePort();
   const edgeSipPort = await freePort();
@@ -508,7 +481,7 @@ async function speechCalls(): Promise<void> {
   // The calls' RTP clock, passed in so its ticks can be timed.
   const clock = new FrameClock((err) => process.stderr.write(`RTP tick failed: ${String(err)}\n`));
   const edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: secret, API_URL: api.base, LOG_LEVEL: 'silent' }),
+    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: config.MEDIA_EDGE_SECRET, API_URL: api.base, LOG_LEVEL: 'silent' }),
     logger: createLogger('warn', 2),
     speech,
     recordings,
@@ -647,14 +620,7 @@ async function speechCalls(): Promise<void> {
     // Waits for the last calls' recordings to be stored (up to its bound).
     await edge.close();
     await speech.close();
-    worker.shutdown();
-    await workerRun;
-    await connection.close();
-    await api.api.close();
-    await pool.end();
-    await temporal.close();
-    await database.embedded?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

@@ -40,16 +40,12 @@
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
 // it has them), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, type Worker } from '@temporalio/worker';
 import { defaultPayloadConverter } from '@temporalio/common';
 import OpusScript from 'opusscript';
 import pino from 'pino';
-import { createPool } from '../src/db/pool.js';
-import { migrate } from '../src/db/migrate.js';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { freePort } from '../src/localPorts.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -59,16 +55,15 @@ import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
 import type { AudioBand } from '../src/mediaEdge/media/channel.js';
 import { createSpeechEngines, type SpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../src/recordings/index.js';
-import { createWorker, installTemporalRuntime } from '../src/temporal/worker.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { SipTestClient } from '../test/support/sipClient.js';
 import { spoken } from '../test/support/spokenAudio.js';
 import { overTelephone } from '../test/support/telephoneBand.js';
 import { BrowserPeer } from '../test/support/webrtcPeer.js';
 import { ACCOUNT_LINE_ANSWERS, ACCOUNT_LINE_SCRIPT } from './support/accountLineScript.js';
-import { insertTeamWithKey, jsonRequester, startBenchApi } from './support/api.js';
-import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, runBenchmark } from './support/environment.js';
+import { insertTeamWithKey, jsonRequester } from './support/api.js';
+import { startBenchCallStack } from './support/callStack.js';
+import { connectBenchTemporal, runBenchmark } from './support/environment.js';
 import { median, out, quantile } from './support/stats.js';
 
 const SCRIPT = ACCOUNT_LINE_SCRIPT;
@@ -413,34 +408,9 @@ async function main(): Promise<void> {
   const levels = (process.env.BENCH_CALLS ?? '1,5,10,15,20').split(',').map(Number);
   const maxCalls = Number(process.env.BENCH_MAX_CALLS ?? 40);
   const minTurns = Number(process.env.BENCH_MIN_TURNS ?? 20);
-  const dir = benchTempDir('voice-turns-');
-  installTemporalRuntime();
-  const database = await openBenchDatabase(dir);
-  const pool = createPool(database.url, 20);
-  await migrate(pool);
-  const temporal = await connectBenchTemporal();
-  const secret = 'bench-media-edge-secret-0123456789';
   const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
-  const config = benchConfig(database.url, {
-    ...API_BENCH_SETTINGS,
-    TEMPORAL_TASK_QUEUE: `voice-turns-${process.pid}`,
-    MEDIA_EDGE_WS_URL: wsUrl,
-    MEDIA_EDGE_SIP_DOMAIN: 'edge.bench',
-    MEDIA_EDGE_SECRET: secret,
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(dir, 'recordings'),
-  });
-  const recordings = createRecordingStore(config);
-  const api = await startBenchApi(config, pool, temporal.client);
-  const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
-  const connection = await NativeConnection.connect({ address });
-  const worker: Worker = await createWorker({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
-  });
-  const workerRun = worker.run();
+  const stack = await startBenchCallStack('voice-turns', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench' });
+  const { pool, config, temporal, address, api, recordings } = stack;
   const engines0 = createSpeechEngines(process.env);
   // The bench's callers are WebRTC peers; on the phone band the edge is told so, as a phone channel would.
   const speech: SpeechEngines = {
@@ -452,7 +422,7 @@ async function main(): Promise<void> {
     close: () => engines0.close(),
   };
   const edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: secret, API_URL: api.base, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench', LOG_LEVEL: 'silent' }),
+    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: config.MEDIA_EDGE_SECRET, API_URL: api.base, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench', LOG_LEVEL: 'silent' }),
     logger: edgeLogger,
     speech,
     recordings,
@@ -557,14 +527,7 @@ async function main(): Promise<void> {
     child.send({ cmd: 'stop' } satisfies ToChild);
     await edge.close();
     await speech.close();
-    worker.shutdown();
-    await workerRun;
-    await connection.close();
-    await api.api.close();
-    await pool.end();
-    await temporal.close();
-    await database.embedded?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

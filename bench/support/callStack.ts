@@ -1,0 +1,80 @@
+// The service a calls benchmark drives (bench/sipCalls.ts, bench/voiceTurns.ts): its database,
+// Temporal, the real API and the call worker with every real activity, in this process. The
+// bench then starts the media edge its own way (its trunk, clock, speech engines).
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Config } from '../../src/config/index.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { createRecordingStore, type RecordingStore } from '../../src/recordings/index.js';
+import { createWorker, installTemporalRuntime } from '../../src/temporal/worker.js';
+import { startBenchApi, type BenchApi } from './api.js';
+import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, type BenchTemporal } from './environment.js';
+
+export interface BenchCallStack {
+  /** The bench's temp folder (recordings in `recordings/`), removed by stop(). */
+  dir: string;
+  pool: Pool;
+  config: Config;
+  temporal: BenchTemporal;
+  /** Temporal's address, for the edge's worker. */
+  address: string;
+  api: BenchApi;
+  recordings: RecordingStore;
+  /** Stops the worker, the API, the pool, Temporal and the database, and removes `dir` (close the edge first). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the database (DATABASE_URL, else an embedded Postgres), Temporal (TEMPORAL_ADDRESS,
+ * else a dev server), the API and a call worker on the task queue `<name>-<pid>`, with
+ * `settings` over the bench's own (the API's, local recordings, the edge's secret).
+ */
+export async function startBenchCallStack(name: string, settings: Record<string, string> = {}): Promise<BenchCallStack> {
+  const dir = benchTempDir(`${name}-`);
+  installTemporalRuntime();
+  const database = await openBenchDatabase(dir);
+  const pool = createPool(database.url, 20);
+  await migrate(pool);
+  const temporal = await connectBenchTemporal();
+  const config = benchConfig(database.url, {
+    ...API_BENCH_SETTINGS,
+    TEMPORAL_TASK_QUEUE: `${name}-${process.pid}`,
+    MEDIA_EDGE_SECRET: 'bench-media-edge-secret-0123456789',
+    RECORDINGS_STORE: 'local',
+    RECORDINGS_DIR: path.join(dir, 'recordings'),
+    ...settings,
+  });
+  const recordings = createRecordingStore(config);
+  const api = await startBenchApi(config, pool, temporal.client);
+  const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
+  const connection = await NativeConnection.connect({ address });
+  const worker: Worker = await createWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
+  });
+  const workerRun = worker.run();
+  return {
+    dir,
+    pool,
+    config,
+    temporal,
+    address,
+    api,
+    recordings,
+    async stop() {
+      worker.shutdown();
+      await workerRun;
+      await connection.close();
+      await api.api.close();
+      await pool.end();
+      await temporal.close();
+      await database.embedded?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

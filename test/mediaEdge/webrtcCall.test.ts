@@ -88,7 +88,9 @@ async function exchangeTones(d: Dialled, clientHz: number, edgeHz: number): Prom
 
   // Outbound: all 50 frames left at one per 20 ms and arrived as the edge's tone.
   assert.equal(sent.length, 50);
-  assert.ok(drainMs >= 900 && drainMs < 1500, `50 frames drained in ${drainMs} ms`);
+  // Paced, not sent in a burst: 50 frames take at least ~1 s. How much longer depends on the
+  // machine's load, which a test does not judge (bench/mediaTransport.ts measures lateness).
+  assert.ok(drainMs >= 900, `50 frames drained in ${drainMs} ms`);
   assert.ok(d.peer.receivedPackets >= 48, `packets at the browser: ${d.peer.receivedPackets}`);
   const rate = d.peer.rate;
   const heard = d.peer.received.slice(Math.round(rate * 0.2), Math.round(rate * 0.9));

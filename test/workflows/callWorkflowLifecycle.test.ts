@@ -27,6 +27,7 @@ import { callEventSignal, callWorkflowId, type CallAdmission } from '../../workf
 import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, historySteps, localActivityResults, waitForCall } from '../support/calls.js';
 import { callWorkflowEnv, scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
+import { WORKFLOW_TEST } from '../support/temporal.js';
 
 const { History } = proto.temporal.api.history.v1;
 // Recorded histories (protobuf) of call runs; the replay test at the end guards determinism.
@@ -56,7 +57,7 @@ async function record(callId: string, name: string): Promise<void> {
 }
 
 describe('call workflow: scheduling, cancel and retry', () => {
-  test('a call scheduled hours ahead waits in scheduled and starts on time', async () => {
+  test('a call scheduled hours ahead waits in scheduled and starts on time', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const at = new Date(Date.now() + 5 * 3600_000);
     const call = await schedule(team, '2222', { scheduledTime: at });
@@ -74,7 +75,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
     assert.ok(waited >= 5 * 3600_000 - 5_000 && waited < 5 * 3600_000 + 60_000, `started ${waited} ms after scheduling`);
   });
 
-  test('cancel before the start ends the call cancelled; cancelling again or after the start answers 409', async () => {
+  test('cancel before the start ends the call cancelled; cancelling again or after the start answers 409', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const call = await schedule(team, '3333', { scheduledTime: new Date(Date.now() + 3600_000) });
     const cancelled = await cancelCall(deps, team.teamId, call.callId);
@@ -92,7 +93,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
     assert.equal((await result(live.callId)).status, 'completed');
   });
 
-  test('retry creates a new call with original_call_id through the same path; completed calls answer 409', async () => {
+  test('retry creates a new call with original_call_id through the same path; completed calls answer 409', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const phone = calleeNumber('0001');
     const first = await schedule(team, '0001', { phone });
@@ -112,7 +113,7 @@ describe('call workflow: scheduling, cancel and retry', () => {
 });
 
 describe('call workflow: the concurrency ceiling', () => {
-  test('ceiling 2, five calls: at most two in progress at any moment, all five finish, first come first served', async () => {
+  test('ceiling 2, five calls: at most two in progress at any moment, all five finish, first come first served', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 2 });
     const at = new Date(Date.now() - 1000); // all five due at once: first come (created) first served
     const calls = [];
@@ -148,7 +149,7 @@ describe('call workflow: the concurrency ceiling', () => {
     await record(calls[4].callId, 'admitted-waited-for-a-slot');
   });
 
-  test('a wake-up that never arrived is sent again by the reconciler: the waiting call starts long before its own re-check', async () => {
+  test('a wake-up that never arrived is sent again by the reconciler: the waiting call starts long before its own re-check', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 1 });
     const first = await schedule(team, '1235');
     await waitForCall(pool, first.callId, (c) => c.status === 'in-progress');
@@ -166,7 +167,7 @@ describe('call workflow: the concurrency ceiling', () => {
 });
 
 describe('call workflow: history', () => {
-  test('a completed simulated call: one local-activity marker per row write, one memo per script step, under fifty events', async () => {
+  test('a completed simulated call: one local-activity marker per row write, one memo per script step, under fifty events', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const call = await schedule(team, '8642');
     assert.equal((await result(call.callId)).status, 'completed');
@@ -191,7 +192,7 @@ describe('call workflow: history', () => {
 });
 
 describe('call workflow: provider events and web calls', () => {
-  test('a web call connects on `answered`, follows transcript events and ends with the reported reason', async () => {
+  test('a web call connects on `answered`, follows transcript events and ends with the reported reason', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const contact = await getOrCreateSharedWebContact(pool, team.teamId);
     const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: team.scriptId, contact: { id: contact.id }, type: 'web' });
@@ -209,7 +210,7 @@ describe('call workflow: provider events and web calls', () => {
     await record(call.callId, 'web-events-hang-up');
   });
 
-  test('a web call nobody connects to within two minutes ends failed / not_connected', async () => {
+  test('a web call nobody connects to within two minutes ends failed / not_connected', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const contact = await getOrCreateSharedWebContact(pool, team.teamId);
     const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: team.scriptId, contact: { id: contact.id }, type: 'web' });
@@ -225,7 +226,7 @@ describe('call workflow: provider events and web calls', () => {
 });
 
 describe('call workflow: crashes', () => {
-  test('the API dying between the row and the workflow start: the reconciler starts the call', async () => {
+  test('the API dying between the row and the workflow start: the reconciler starts the call', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const brokenTemporal = {
       workflow: {
@@ -247,7 +248,7 @@ describe('call workflow: crashes', () => {
     assert.ok(again.started === 0 || again.started >= 0);
   });
 
-  test('an open call whose workflow is gone is ended failed / workflow_lost and frees its slot', async () => {
+  test('an open call whose workflow is gone is ended failed / workflow_lost and frees its slot', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 1 });
     const call = await schedule(team, '1111', { scheduledTime: new Date(Date.now() - 60_000) });
     await waitForCall(pool, call.callId, (c) => c.status === 'in-progress');
@@ -272,7 +273,7 @@ describe('call workflow: crashes', () => {
 });
 
 describe('call workflow: determinism', () => {
-  test('recorded call histories replay against the current workflow code', async () => {
+  test('recorded call histories replay against the current workflow code', WORKFLOW_TEST, async () => {
     const files = readdirSync(HISTORIES_DIR).filter((f) => f.startsWith('call-') && f.endsWith('.bin'));
     assert.ok(files.length >= 5, `recorded histories in ${HISTORIES_DIR}`);
     const bundle = await workflowBundle();

@@ -14,6 +14,7 @@ import { createTestTeam } from '../support/app.js';
 import { listWithContacts } from '../support/batches.js';
 import { waitForCall } from '../support/calls.js';
 import { dialingPolicyEnv, HOUR } from '../support/dialingPolicy.js';
+import { WORKFLOW_TEST } from '../support/temporal.js';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -23,7 +24,7 @@ const policy = dialingPolicyEnv((started) => ({ env, pool, plain, deps } = start
 const { schedule, result, steps, skipTo, dialTime } = policy;
 
 describe('carrier pacing', () => {
-  test('five calls due at once from one number at a team rate of 1/s: a slot each, then one dial a second, waiting_for_dial_slot meanwhile', async () => {
+  test('five calls due at once from one number at a team rate of 1/s: a slot each, then one dial a second, waiting_for_dial_slot meanwhile', WORKFLOW_TEST, async () => {
     // A slot first, then the dial token: waiting for it, the call is in progress (it holds its slot) and says so.
     const team = await createTestTeam(pool, { maxConcurrent: 10 });
     await updateTeamDialingPolicy(pool, team.teamId, { dial_rate: 1 });
@@ -43,7 +44,7 @@ describe('carrier pacing', () => {
 });
 
 describe('batches', () => {
-  test('a batch counts a contact done when its chain ends, with every attempt', async () => {
+  test('a batch counts a contact done when its chain ends, with every attempt', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 5 });
     const { listId } = await listWithContacts(pool, team.teamId, 3, '0001');
     const batch = await createBatch(deps as never, {
@@ -88,7 +89,7 @@ describe('batches', () => {
     assert.equal(rows[0].n, 6);
   });
 
-  test('contacts whose calling window is closed now stay pending while the others are called', async () => {
+  test('contacts whose calling window is closed now stay pending while the others are called', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 5 });
     const hour = new Date().getUTCHours();
     const hh = (h: number) => `${String((h + 24) % 24).padStart(2, '0')}:00`;

@@ -12,6 +12,7 @@ import { cancelCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { createTestTeam } from '../support/app.js';
 import { callRow, calleeNumber } from '../support/calls.js';
 import { dialingPolicyEnv, HOUR } from '../support/dialingPolicy.js';
+import { WORKFLOW_TEST } from '../support/temporal.js';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -35,7 +36,7 @@ describe('retry chains', () => {
     return (await callRow(pool, callId)).next_attempt_call_id;
   }
 
-  test('each retryable outcome: three attempts 60 s after each end, the same number, contact and script, then the chain ends', async () => {
+  test('each retryable outcome: three attempts 60 s after each end, the same number, contact and script, then the chain ends', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool, { maxConcurrent: 10 });
     const now = await env.currentTimeMs();
     const firsts = await Promise.all(
@@ -74,7 +75,7 @@ describe('retry chains', () => {
     }
   });
 
-  test('a completed call, and an outcome the policy does not name, end their chain at once', async () => {
+  test('a completed call, and an outcome the policy does not name, end their chain at once', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const policy = { 'rang-out': { max_attempts: 3, delay_seconds: 60 } };
@@ -87,7 +88,7 @@ describe('retry chains', () => {
     assert.ok(!(await steps(completed.callId)).includes('scheduleNextAttempt'), 'decided in the workflow: no activity at all');
   });
 
-  test('cancelling the scheduled retry stops the chain', async () => {
+  test('cancelling the scheduled retry stops the chain', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const first = await schedule(team, { at: now, lastFour: '0001', retry: { 'rang-out': { max_attempts: 5, delay_seconds: 3600 } } });
@@ -102,7 +103,7 @@ describe('retry chains', () => {
     assert.equal(rows[0].n, 1);
   });
 
-  test('a number put on the do-not-call list mid-chain: the retry ends failed / do_not_call at dial time and the chain stops', async () => {
+  test('a number put on the do-not-call list mid-chain: the retry ends failed / do_not_call at dial time and the chain stops', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const phone = calleeNumber('0001');
@@ -123,7 +124,7 @@ describe('retry chains', () => {
     assert.ok(!history.includes('placeCall'), history.join(', '));
   });
 
-  test('the callee asks not to be called again (simulator 3668): listed with source call, and the hang-up is not retried', async () => {
+  test('the callee asks not to be called again (simulator 3668): listed with source call, and the hang-up is not retried', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const phone = calleeNumber('3668');
@@ -138,7 +139,7 @@ describe('retry chains', () => {
 });
 
 describe('the do-not-call list at dial time', () => {
-  test('a number listed after its call was scheduled: failed / do_not_call, never dialled, the check in the history, call.ended recorded', async () => {
+  test('a number listed after its call was scheduled: failed / do_not_call, never dialled, the check in the history, call.ended recorded', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     await pool.query(`INSERT INTO webhook_endpoints (id, team_id, url, events, secret) VALUES ($1, $2, 'https://example.com/hook', ARRAY['call.ended'], 'whsec_test')`, [randomUUID(), team.teamId]);
     const now = await env.currentTimeMs();
@@ -159,7 +160,7 @@ describe('the do-not-call list at dial time', () => {
     assert.equal(events.rows[0].payload.data.call.end_reason, 'do_not_call');
   });
 
-  test('a script step puts the callee on the list (source call, naming the call) and notes it', async () => {
+  test('a script step puts the callee on the list (source call, naming the call) and notes it', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const script = await insertScript(pool, {
       teamId: team.teamId,

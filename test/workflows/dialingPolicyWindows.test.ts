@@ -12,6 +12,7 @@ import { cancelCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { createTestTeam } from '../support/app.js';
 import { callRow, waitForCall } from '../support/calls.js';
 import { DAY, dialingPolicyEnv, HOUR, iso, nextLocal, nextTransition, startedAt, weekdays } from '../support/dialingPolicy.js';
+import { WORKFLOW_TEST } from '../support/temporal.js';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -20,7 +21,7 @@ const policy = dialingPolicyEnv((started) => ({ env, pool, deps } = started));
 const { schedule, result, skipTo } = policy;
 
 describe('calling windows', () => {
-  test('due on a Saturday with a weekday window: scheduled, waiting_for_window, then started Monday 09:00 in the callee’s zone; scheduled_time unchanged', async () => {
+  test('due on a Saturday with a weekday window: scheduled, waiting_for_window, then started Monday 09:00 in the callee’s zone; scheduled_time unchanged', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const saturday = nextLocal('Europe/Paris', now + HOUR, 5, 10 * 60);
@@ -42,7 +43,7 @@ describe('calling windows', () => {
     assert.deepEqual([local.weekday, local.hour], [0, 9]);
   });
 
-  test('across midnight: a call due at 01:30 inside Friday’s 22:00–02:00 window starts at once; one due at 03:00 waits for Saturday 22:00', async () => {
+  test('across midnight: a call due at 01:30 inside Friday’s 22:00–02:00 window starts at once; one due at 03:00 waits for Saturday 22:00', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const zone = 'America/New_York';
     const night: CallingWindow = { days: ['fri', 'sat'], start: '22:00', end: '02:00' };
@@ -64,7 +65,7 @@ describe('calling windows', () => {
     startedAt(await callRow(pool, b.callId), saturdayNight, 'Saturday 22:00');
   });
 
-  test('spring forward (Europe/Paris): a window opening in the skipped hour opens when the clocks jump; 09:00 the next morning is 07:00 UTC', async () => {
+  test('spring forward (Europe/Paris): a window opening in the skipped hour opens when the clocks jump; 09:00 the next morning is 07:00 UTC', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const zone = 'Europe/Paris';
     const jump = nextTransition(zone, await env.currentTimeMs(), 'forward');
@@ -89,7 +90,7 @@ describe('calling windows', () => {
     assert.equal(zonedParts(m.actual_time!.getTime(), zone).hour, 9);
   });
 
-  test('fall back (America/New_York): a window opening in the repeated hour opens at its first occurrence; 09:00 that Sunday is 14:00 UTC', async () => {
+  test('fall back (America/New_York): a window opening in the repeated hour opens at its first occurrence; 09:00 that Sunday is 14:00 UTC', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const zone = 'America/New_York';
     const back = nextTransition(zone, await env.currentTimeMs(), 'back'); // 02:00 EDT becomes 01:00 EST
@@ -113,7 +114,7 @@ describe('calling windows', () => {
     assert.equal(zonedParts(m.actual_time!.getTime(), zone).hour, 9);
   });
 
-  test('a call in progress when its window closes is not cut off', async () => {
+  test('a call in progress when its window closes is not cut off', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const zone = 'UTC';
     const now = await env.currentTimeMs();
@@ -127,7 +128,7 @@ describe('calling windows', () => {
     assert.ok(row.end_time!.getTime() > end, 'and ran on after it closed');
   });
 
-  test('cancel-call while a call waits for its window ends it cancelled', async () => {
+  test('cancel-call while a call waits for its window ends it cancelled', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const now = await env.currentTimeMs();
     const saturday = nextLocal('Asia/Tokyo', now + HOUR, 5, 12 * 60);

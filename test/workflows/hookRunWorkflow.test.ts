@@ -14,7 +14,7 @@ import type { createHookActivities } from '../../activities/hooks.js';
 import type { HookAutomation } from '../../src/domain/hookAutomation.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { HOOK_RUN_WORKFLOW_TYPE, hookRunWorkflowId, type HookRunInput, type HookRunResult } from '../../workflows/contracts.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -77,7 +77,7 @@ function failureOf(error: unknown): ApplicationFailure {
 const scheduleCall: HookAutomation = { kind: 'schedule_call', script_id: 'script-1', from_number: '+12125550100' };
 
 describe('hook run workflow', () => {
-  test('schedule_call maps the body and schedules one call with the hook’s script and number', async () => {
+  test('schedule_call maps the body and schedules one call with the hook’s script and number', WORKFLOW_TEST, async () => {
     const { result, calls, runId } = await run(scheduleCall, { contact: { phone: '(415) 555-0123', first_name: 'Ada' }, email: 'ada@example.com' }, {}, 'schedule_call');
     assert.deepEqual(calls.scheduleHookCall, [
       { runId, teamId: calls.scheduleHookCall[0].teamId, scriptId: 'script-1', fromNumber: '+12125550100', contact: { phone_number: '+14155550123', first_name: 'Ada', email: 'ada@example.com' } },
@@ -85,7 +85,7 @@ describe('hook run workflow', () => {
     assert.deepEqual(result, { run_id: runId, automation: 'schedule_call', contact_id: 'contact-1', call_id: 'call-1' });
   });
 
-  test('add_to_list upserts the mapped contact into the hook’s list', async () => {
+  test('add_to_list upserts the mapped contact into the hook’s list', WORKFLOW_TEST, async () => {
     const { result, calls } = await run({ kind: 'add_to_list', list_id: 'list-1' }, { phone_number: '+14155550123', last_name: 'Lovelace' }, {}, 'add_to_list');
     assert.equal(calls.addHookContactToList.length, 1);
     assert.equal(calls.addHookContactToList[0].listId, 'list-1');
@@ -94,7 +94,7 @@ describe('hook run workflow', () => {
     assert.equal(result?.contact_created, true);
   });
 
-  test('an unmappable body fails the run as UnmappableWebhookBody with a readable reason and calls no activity', async () => {
+  test('an unmappable body fails the run as UnmappableWebhookBody with a readable reason and calls no activity', WORKFLOW_TEST, async () => {
     const { error, calls } = await run(scheduleCall, { first_name: 'Ada', phone: 'call me maybe' }, {}, 'unmappable');
     const failure = failureOf(error);
     assert.equal(failure.type, 'UnmappableWebhookBody');
@@ -103,18 +103,18 @@ describe('hook run workflow', () => {
     assert.deepEqual(calls, { scheduleHookCall: [], addHookContactToList: [] });
   });
 
-  test('a body that is not an object fails the run the same way', async () => {
+  test('a body that is not an object fails the run the same way', WORKFLOW_TEST, async () => {
     const { error } = await run({ kind: 'add_to_list', list_id: 'list-1' }, ['+14155550123']);
     assert.equal(failureOf(error).type, 'UnmappableWebhookBody');
   });
 
-  test('a hook without automation completes without calling anything, whatever the body', async () => {
+  test('a hook without automation completes without calling anything, whatever the body', WORKFLOW_TEST, async () => {
     const { result, calls, runId } = await run({ kind: 'none' }, 'not even an object');
     assert.deepEqual(result, { run_id: runId, automation: 'none' });
     assert.deepEqual(calls, { scheduleHookCall: [], addHookContactToList: [] });
   });
 
-  test('a permanent automation failure ends the run failed with its type after one attempt', async () => {
+  test('a permanent automation failure ends the run failed with its type after one attempt', WORKFLOW_TEST, async () => {
     const { error, calls } = await run(scheduleCall, { phone: '+14155550123' }, {
       scheduleHookCall: async () => {
         throw ApplicationFailure.nonRetryable('The call could not be scheduled: script_id not found or does not belong to your team', 'HookCallRejected');
@@ -126,7 +126,7 @@ describe('hook run workflow', () => {
     assert.equal(calls.scheduleHookCall.length, 1);
   });
 
-  test('a transient activity failure is retried with the same input until it succeeds', async () => {
+  test('a transient activity failure is retried with the same input until it succeeds', WORKFLOW_TEST, async () => {
     let attempts = 0;
     const { result, calls } = await run(
       scheduleCall,
@@ -147,7 +147,7 @@ describe('hook run workflow', () => {
 });
 
 describe('hook run workflow replay', () => {
-  test('recorded histories of earlier runs replay without nondeterminism', async () => {
+  test('recorded histories of earlier runs replay without nondeterminism', WORKFLOW_TEST, async () => {
     const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.bin'));
     assert.ok(files.length >= 4, `recorded histories in ${HISTORIES_DIR}`);
     for (const file of files) {

@@ -24,7 +24,7 @@ import { callWorkflowId, type CallWorkflowResult } from '../../workflows/contrac
 import { MAX_SCRIPT_STEPS } from '../../workflows/scriptRunner.js';
 import { createTestTeam, startTestApi, testConfig, type TestApi, type TestTeam } from '../support/app.js';
 import { calleeNumber, historySteps } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
 const TASK_QUEUE = 'scripts-test';
 const SETTINGS = { TEMPORAL_TASK_QUEUE: TASK_QUEUE, SIMULATOR_CALL_SECONDS: '1' };
@@ -104,7 +104,7 @@ type Note = { kind: string; text: string; data?: any };
 const authNotes = (call: { system_notes: Note[] }) => call.system_notes.filter((n) => n.kind === 'auth_check');
 
 describe('the demo script on a simulated call', () => {
-  test('a caller whose answers match the record is verified, and the result shows it', async () => {
+  test('a caller whose answers match the record is verified, and the result shows it', WORKFLOW_TEST, async () => {
     const team = await teamWithIdentityType();
     const callId = await placeCall(team, {
       contact: { phone_number: calleeNumber('1234'), first_name: 'Ada', last_name: 'Lovelace' },
@@ -149,7 +149,7 @@ describe('the demo script on a simulated call', () => {
     assert.match(summary.text, /ran to its end at step "goodbye".*2 of 2 objectives met/);
   });
 
-  test('a caller the record cannot confirm fails the check, and the result shows why', async () => {
+  test('a caller the record cannot confirm fails the check, and the result shows why', WORKFLOW_TEST, async () => {
     const team = await teamWithIdentityType();
     // No identity object: the callee cannot say a date of birth and the record has none.
     const callId = await placeCall(team, { contact: { phone_number: calleeNumber('4321'), first_name: 'Grace', last_name: 'Hopper' } });
@@ -169,7 +169,7 @@ describe('the demo script on a simulated call', () => {
     assert.equal(note.data.positions[1].reason, 'missing');
   });
 
-  test('only answered calls run the script: a callee who hangs up leaves no Auth Check', async () => {
+  test('only answered calls run the script: a callee who hangs up leaves no Auth Check', WORKFLOW_TEST, async () => {
     const team = await teamWithIdentityType();
     const callId = await placeCall(team, {
       contact: { phone_number: calleeNumber('0006'), first_name: 'Ada' },
@@ -246,7 +246,7 @@ describe('scripts with per-script simulated answers, webhooks and record sets', 
     ...extra,
   });
 
-  test('a webhook step feeds a record set to Auth Check; the passing record lands in verified_data', async () => {
+  test('a webhook step feeds a record set to Auth Check; the passing record lands in verified_data', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const scriptId = await createScript(team, lookupScript(`${base}/people`));
     requests = [];
@@ -267,7 +267,7 @@ describe('scripts with per-script simulated answers, webhooks and record sets', 
     assert.ok(call.system_notes.some((n: Note) => n.kind === 'webhook' && /answered 200/.test(n.text)));
   });
 
-  test('a per-script simulated answer that contradicts the record fails the check', async () => {
+  test('a per-script simulated answer that contradicts the record fails the check', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const scriptId = await createScript(team, lookupScript(`${base}/people`, { simulated_answers: { 'answers.name': 'Jane Doe', 'answers.dob': 'It is 1 May 2000.' } }));
     const callId = await placeCall(team, { script_id: scriptId, contact: { phone_number: calleeNumber('2223'), first_name: 'Jane', last_name: 'Doe' } });
@@ -278,7 +278,7 @@ describe('scripts with per-script simulated answers, webhooks and record sets', 
     assert.equal(authNotes(call)[0].data.status, 'failed');
   });
 
-  test('a failing webhook takes the on_error branch with its status', async () => {
+  test('a failing webhook takes the on_error branch with its status', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const scriptId = await createScript(team, lookupScript(`${base}/error`));
     const callId = await placeCall(team, { script_id: scriptId, contact: { phone_number: calleeNumber('2224'), first_name: 'Jane' } });
@@ -288,7 +288,7 @@ describe('scripts with per-script simulated answers, webhooks and record sets', 
     assert.deepEqual(authNotes(call), [], 'the Auth Check step was skipped');
   });
 
-  test('the script survives a worker restart mid-call: the new worker redoes the interrupted step and says nothing twice', async () => {
+  test('the script survives a worker restart mid-call: the new worker redoes the interrupted step and says nothing twice', WORKFLOW_TEST, async () => {
     const restart = testConfig({ ...SETTINGS, TEMPORAL_TASK_QUEUE: `scripts-restart-${randomUUID()}` });
     const team = await createTestTeam(pool);
     const scriptId = await createScript(team, lookupScript(`${base}/people`));
@@ -325,7 +325,7 @@ describe('scripts with per-script simulated answers, webhooks and record sets', 
 });
 
 describe('runtime guards and visibility', () => {
-  test('each step outcome is recorded in the workflow history, which replays deterministically', async () => {
+  test('each step outcome is recorded in the workflow history, which replays deterministically', WORKFLOW_TEST, async () => {
     const team = await teamWithIdentityType();
     const callId = await placeCall(team, {
       contact: { phone_number: calleeNumber('3333'), first_name: 'Ada', last_name: 'Lovelace' },
@@ -343,7 +343,7 @@ describe('runtime guards and visibility', () => {
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, callWorkflowId(callId));
   });
 
-  test('a script that never reaches an end is stopped and the call fails', async () => {
+  test('a script that never reaches an end is stopped and the call fails', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const scriptId = await createScript(team, {
       name: 'Loop',
@@ -359,7 +359,7 @@ describe('runtime guards and visibility', () => {
     assert.ok(call.system_notes.some((n: Note) => n.kind === 'script_error' && n.text.includes(`${MAX_SCRIPT_STEPS} steps`)));
   });
 
-  test('a stored script that is not valid is not run and the call fails', async () => {
+  test('a stored script that is not valid is not run and the call fails', WORKFLOW_TEST, async () => {
     const team = await createTestTeam(pool);
     const { id: scriptId } = await insertScript(pool, { teamId: team.teamId, name: 'Broken', definition: { name: 'Broken', steps: [{ id: 'x', type: 'shout' }] } });
     const callId = await placeCall(team, { script_id: scriptId, contact: { phone_number: calleeNumber('5555'), first_name: 'B' } });

@@ -22,8 +22,8 @@ export type RouteAuth = 'apiKey' | 'mediaEdge' | 'hookToken' | 'public';
 export interface RouteResponseSpec {
   description: string;
   schema?: ZodType;
-  /** Default application/json; the API reference page and its files answer other types. */
-  contentType?: string;
+  /** Default application/json; the API reference page and its files answer other types (one of several). */
+  contentType?: string | string[];
   /** Headers the answer carries (e.g. Retry-After on a 503), as OpenAPI header objects. */
   headers?: Record<string, { description: string; schema: { type: 'integer' | 'string'; minimum?: number } }>;
 }
@@ -124,21 +124,49 @@ const dependencyOutageResponse: RouteResponseSpec = {
   headers: { 'Retry-After': { description: 'Whole seconds to wait before retrying.', schema: { type: 'integer' as const, minimum: 1 } } },
 };
 
+/** What every route of an auth kind declares, described here once. */
+function commonResponses(route: RouteDefinition): Record<number, RouteResponseSpec> {
+  const common: Record<number, RouteResponseSpec> = { 500: { description: 'Internal server error' }, 503: dependencyOutageResponse };
+  if (route.auth === 'apiKey') {
+    common[401] = { description: 'Missing, malformed or invalid API key' };
+    common[403] = { description: 'API key has been revoked' };
+    common[429] = { description: 'Rate limit exceeded' };
+  } else if (route.auth === 'mediaEdge') {
+    common[401] = { description: 'Missing or invalid media edge secret' };
+  }
+  return common;
+}
+
+/**
+ * What a route can answer around its handler that it does not describe itself, by the chain
+ * it runs: Node's HTTP parser (400, 408, 431), reading a body (413, and 400 for a body that
+ * is not JSON or nests too deep) and a path naming something that is not there (404).
+ */
+function chainResponses(route: RouteDefinition): Record<number, RouteResponseSpec> {
+  const readsBody = route.method !== 'get';
+  const chain: Record<number, RouteResponseSpec> = {
+    400: { description: readsBody ? 'Malformed HTTP request, a body that is not JSON or nests deeper than 64 levels, or an invalid field' : 'Malformed HTTP request, or an invalid parameter' },
+    408: { description: 'Request timed out (the connection is then closed)' },
+    431: { description: 'Request headers exceed the server limit (the connection is then closed)' },
+  };
+  if (readsBody) chain[413] = { description: 'Request body exceeds the limit of 1048576 bytes (with maxBytes)' };
+  if (/\{\w+\}/.test(route.path)) chain[404] = { description: 'Not found' };
+  return chain;
+}
+
+function responseObject(spec: RouteResponseSpec, status: number): RouteConfig['responses'][string] {
+  const schema = spec.schema ?? (status >= 400 ? errorResponse : undefined);
+  const headers = spec.headers ? { headers: spec.headers } : {};
+  return schema
+    ? { description: spec.description, content: Object.fromEntries([spec.contentType ?? 'application/json'].flat().map((type) => [type, { schema }])), ...headers }
+    : { description: spec.description, ...headers };
+}
+
 /** The OpenAPI description of one route. */
 export function openApiPath(route: RouteDefinition): RouteConfig {
   const responses: RouteConfig['responses'] = {};
-  const common: Record<number, RouteResponseSpec> =
-    route.auth === 'apiKey'
-      ? { 401: { description: 'Missing, malformed or invalid API key' }, 403: { description: 'API key has been revoked' }, 429: { description: 'Rate limit exceeded' } }
-      : {};
-  const all: Record<number, RouteResponseSpec> = { ...common, 500: { description: 'Internal server error' }, 503: dependencyOutageResponse, ...route.responses };
-  for (const [status, spec] of Object.entries(all)) {
-    const schema = spec.schema ?? (Number(status) >= 400 ? errorResponse : undefined);
-    const headers = spec.headers ? { headers: spec.headers } : {};
-    responses[status] = schema
-      ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema } }, ...headers }
-      : { description: spec.description, ...headers };
-  }
+  const all: Record<number, RouteResponseSpec> = { ...commonResponses(route), ...route.responses };
+  for (const [status, spec] of Object.entries(all)) responses[status] = responseObject(spec, Number(status));
   const operation = documentIdempotency(route, {
     method: route.method,
     path: route.path,
@@ -157,5 +185,8 @@ export function openApiPath(route: RouteDefinition): RouteConfig {
     },
     responses,
   }, errorResponse);
-  return documentRateLimits(route, operation, errorResponse);
+  const documented = documentRateLimits(route, operation, errorResponse);
+  // Last, so the route's own descriptions and the idempotency and rate-limit ones come first.
+  for (const [status, spec] of Object.entries(chainResponses(route))) documented.responses[status] ??= responseObject(spec, Number(status));
+  return documented;
 }

@@ -18,12 +18,13 @@ export interface CallingWindow {
   end: string;
 }
 
-const TIME_RE = /^([01]\d|2[0-3]):([0-5]\d)$/;
+/** HH:MM from 00:00 to 23:59 (also the OpenAPI pattern of a window's start and end). */
+export const CLOCK_TIME_PATTERN = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
 /** Minutes past midnight of `HH:MM` (`24:00` allowed when `allowEndOfDay`); undefined when malformed. */
 export function parseClockTime(value: string, allowEndOfDay = false): number | undefined {
   if (allowEndOfDay && value === '24:00') return 24 * 60;
-  const m = TIME_RE.exec(value);
+  const m = CLOCK_TIME_PATTERN.exec(value);
   return m ? Number(m[1]) * 60 + Number(m[2]) : undefined;
 }
 

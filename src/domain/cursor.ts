@@ -21,6 +21,9 @@ export interface KeysetPosition {
   seq?: number;
 }
 
+/** Every cursor the service reads: a date-time with a zone (the exact form above is one). Also the OpenAPI pattern of `cursor`. */
+export const CURSOR_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/;
+
 const EXACT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.(\d{6})(\d{12})Z$/;
 const SEQ_DIGITS = 12;
 
@@ -37,7 +40,7 @@ export function encodeCursor(epochMicros: number | bigint, seq: number | bigint)
 export function decodeCursor(cursor: string): KeysetPosition | undefined {
   const exact = EXACT.exec(cursor);
   if (exact) return { at: `${exact[1]}.${exact[2]}Z`, seq: Number(exact[3]) };
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(cursor)) return undefined;
+  if (!CURSOR_PATTERN.test(cursor)) return undefined;
   const time = Date.parse(cursor);
   if (Number.isNaN(time)) return undefined;
   return { at: new Date(time).toISOString() };

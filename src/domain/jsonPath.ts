@@ -17,6 +17,12 @@ export type JsonPathSegment = { kind: 'member'; name: string } | { kind: 'index'
 export const MAX_PATH_LENGTH = 512;
 export const MAX_PATH_SEGMENTS = 32;
 
+/**
+ * Key paths (parseKeyPath: at least one segment) as one regular expression, the OpenAPI
+ * pattern of upsert and unique keys; it does not count segments (MAX_PATH_SEGMENTS).
+ */
+export const JSON_PATH_PATTERN = /^\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[(?:0|[1-9][0-9]{0,8})\]|\['(?:[^'\\]|\\['\\])*'\]|\["(?:[^"\\]|\\["\\])*"\])+$/;
+
 export type ParseResult = { ok: true; segments: JsonPathSegment[] } | { ok: false; error: string };
 
 const IDENT_START = /[A-Za-z_]/;

@@ -63,7 +63,8 @@ export function offsetMs(epochMs: number, timeZone: string): number {
   return wall - (epochMs - (((epochMs % 1000) + 1000) % 1000));
 }
 
-const NAME_RE = /^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:\/[A-Za-z0-9_+-]+){0,2}$/;
+/** What an IANA zone name looks like (also the OpenAPI pattern of `timezone`); whether it exists is Intl's to say. */
+export const TIME_ZONE_NAME_PATTERN = /^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:\/[A-Za-z0-9_+-]+){0,2}$/;
 
 /**
  * An IANA zone name as stored: the database's spelling when only the letter case differs
@@ -71,7 +72,7 @@ const NAME_RE = /^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:\/[A-Za-z0-9_+-]+){0,2}$/;
  * undefined when the name is no zone. Offsets such as `+02:00` are not zone names.
  */
 export function canonicalTimeZone(name: string): string | undefined {
-  if (typeof name !== 'string' || name.length > 64 || !NAME_RE.test(name)) return undefined;
+  if (typeof name !== 'string' || name.length > 64 || !TIME_ZONE_NAME_PATTERN.test(name)) return undefined;
   try {
     const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
     return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;

@@ -1,9 +1,9 @@
-import { parseClockTime, WEEKDAYS } from '../../domain/callingWindows.js';
+import { CLOCK_TIME_PATTERN, parseClockTime, WEEKDAYS } from '../../domain/callingWindows.js';
 import { CALL_PROGRESS, CALL_STATUSES, CALL_TYPES, END_REASONS } from '../../domain/calls.js';
 import { MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_SECONDS, MIN_RETRY_DELAY_SECONDS, RETRY_POLICY_STATUSES } from '../../domain/retryPolicy.js';
 import { contactUpsertBody } from '../contacts/schemas.js';
 import { objectsMapSchema } from '../objects/schemas.js';
-import { z } from '../schemas.js';
+import { cursorOrEmptyDocument, pageLimitQuery, phoneNumberDocument, z } from '../schemas.js';
 
 const str = (field: string) => z.string({ message: `${field} must be a string` });
 
@@ -45,9 +45,16 @@ export const callingWindowSchema = z
       .array(z.enum(WEEKDAYS, { message: `must be one of ${WEEKDAYS.join(', ')}` }), unlessMissing('must be an array of days'))
       .min(1, 'must name at least one day')
       .max(7, 'must name each day at most once')
-      .refine((days) => new Set(days).size === days.length, 'must name each day at most once'),
-    start: z.string(unlessMissing('must be a time HH:MM')).refine((v) => parseClockTime(v) !== undefined, 'must be a time HH:MM from 00:00 to 23:59'),
-    end: z.string(unlessMissing('must be a time HH:MM')).refine((v) => parseClockTime(v, true) !== undefined, 'must be a time HH:MM from 00:00 to 24:00'),
+      .refine((days) => new Set(days).size === days.length, 'must name each day at most once')
+      .openapi({ uniqueItems: true }),
+    start: z
+      .string(unlessMissing('must be a time HH:MM'))
+      .refine((v) => parseClockTime(v) !== undefined, 'must be a time HH:MM from 00:00 to 23:59')
+      .openapi({ pattern: CLOCK_TIME_PATTERN.source }),
+    end: z
+      .string(unlessMissing('must be a time HH:MM'))
+      .refine((v) => parseClockTime(v, true) !== undefined, 'must be a time HH:MM from 00:00 to 24:00')
+      .openapi({ pattern: `^24:00$|${CLOCK_TIME_PATTERN.source}` }),
   })
   .superRefine((w, ctx) => {
     if (w.start === w.end) ctx.addIssue({ code: 'custom', path: ['end'], message: 'must differ from start' });
@@ -84,7 +91,7 @@ export const retryPolicySchema = z
 
 export const createPhoneCallBody = z
   .object({
-    from_number: str('from_number').min(1, 'from_number must not be empty'),
+    from_number: str('from_number').min(1, 'from_number must not be empty').openapi(phoneNumberDocument('One of the team’s numbers, the caller id of the call')),
     script_id: str('script_id').min(1, 'script_id must not be empty'),
     contact: contactUpsertBody,
     scheduled_time: dateTime('scheduled_time').nullish(),
@@ -160,13 +167,8 @@ export const callResult = z
   .openapi('CallResult');
 
 export const listCallsQuery = z.object({
-  limit: z
-    .string()
-    .optional()
-    .refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 1 && Number(v) <= 500), { message: 'limit must be an integer from 1 to 500' })
-    .transform((v) => (v === undefined ? 100 : Number(v)))
-    .openapi({ type: 'integer', description: '1 to 500, default 100' }),
-  cursor: z.string().optional().openapi({ format: 'date-time', description: 'meta.next_cursor of the previous page' }),
+  limit: pageLimitQuery,
+  cursor: z.string().optional().openapi(cursorOrEmptyDocument),
   type: z.enum(CALL_TYPES, { message: `type must be one of ${CALL_TYPES.join(', ')}` }).optional(),
   status: z.enum(CALL_STATUSES, { message: `status must be one of ${CALL_STATUSES.join(', ')}` }).optional(),
   contact_id: z.string().uuid({ message: 'contact_id must be a UUID' }).optional(),

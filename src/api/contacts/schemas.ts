@@ -1,14 +1,19 @@
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
-import { canonicalTimeZone } from '../../domain/timeZones.js';
-import { z } from '../schemas.js';
+import { canonicalTimeZone, TIME_ZONE_NAME_PATTERN } from '../../domain/timeZones.js';
+import { phoneNumberDocument, z } from '../schemas.js';
 
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 const optionalText = (max: number) => text(max).nullable().optional();
+// zod's own email pattern as a regex check, so the document says exactly it (format email would admit more, or less).
+const emailField = z
+  .string({ message: 'must be an email address' })
+  .regex(z.regexes.email, 'must be an email address')
+  .max(320, 'must be at most 320 characters');
 
 /** The optional contact fields (docs/contacts-and-lists.md "Contacts"); null is accepted and means "not sent". */
 export const contactOptionalFields = {
   last_name: optionalText(200),
-  email: z.email({ message: 'must be an email address' }).max(320, 'must be at most 320 characters').nullable().optional(),
+  email: emailField.nullable().optional(),
   address: optionalText(1000),
   location: optionalText(500),
   gender: optionalText(50),
@@ -26,14 +31,20 @@ export const contactOptionalFields = {
     })
     .nullable()
     .optional()
-    .openapi({ type: 'string', example: 'Europe/Paris', description: 'IANA time zone of the contact; without it, the zone is derived from the number, else the team default (docs/calls.md)' }),
+    .openapi({
+      type: ['string', 'null'],
+      pattern: TIME_ZONE_NAME_PATTERN.source,
+      maxLength: 64,
+      examples: ['Europe/Paris', 'America/New_York'],
+      description: 'IANA time zone of the contact, one the service’s time-zone database has (which a pattern cannot say); without it, the zone is derived from the number, else the team default (docs/calls.md)',
+    }),
 };
 
 export const phoneNumberField = z
   .string()
   .min(1, 'must not be empty')
   .max(40, 'must be at most 40 characters')
-  .openapi({ description: 'E.164, or a local format of DEFAULT_PHONE_REGION; normalised to E.164', example: '+14155550123' });
+  .openapi(phoneNumberDocument('The phone number, normalised to E.164'));
 
 /** create-contact: phone_number and first_name required. */
 export const createContactBody = z
@@ -91,7 +102,7 @@ export const contact = listContact
   .openapi('Contact');
 
 export const getContactParams = z.object({
-  phone_number: z.string().openapi({ description: 'The phone number, leading + written as %2B', example: '%2B14155550123' }),
+  phone_number: z.string().openapi(phoneNumberDocument('The phone number; its leading + percent-encoded as %2B in the path')),
 });
 
 export const getContactResponse = z.object({ success: z.literal(true), contact }).openapi('GetContactResponse');

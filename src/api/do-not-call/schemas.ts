@@ -1,6 +1,6 @@
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
 import { phoneNumberField } from '../contacts/schemas.js';
-import { z } from '../schemas.js';
+import { cursorOrEmptyDocument, pageLimitQuery, phoneNumberDocument, z } from '../schemas.js';
 
 export const addDoNotCallBody = z
   .strictObject({
@@ -10,7 +10,7 @@ export const addDoNotCallBody = z
   .openapi('AddDoNotCallRequest');
 
 export const doNotCallParams = z.object({
-  phone_number: z.string().openapi({ description: 'The phone number, leading + written as %2B', example: '%2B14155550123' }),
+  phone_number: z.string().openapi(phoneNumberDocument('The phone number; its leading + percent-encoded as %2B in the path')),
 });
 
 export const doNotCallEntry = z
@@ -28,13 +28,8 @@ export const doNotCallEntryResponse = z.object({ success: z.literal(true), entry
 export const doNotCallRemovedResponse = z.object({ success: z.literal(true), phone_number: z.string() }).openapi('DoNotCallRemoved');
 
 export const listDoNotCallQuery = z.object({
-  limit: z
-    .string()
-    .optional()
-    .refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 1 && Number(v) <= 500), { message: 'limit must be an integer from 1 to 500' })
-    .transform((v) => (v === undefined ? 100 : Number(v)))
-    .openapi({ type: 'integer', description: '1 to 500, default 100' }),
-  cursor: z.string().optional().openapi({ format: 'date-time', description: 'meta.next_cursor of the previous page' }),
+  limit: pageLimitQuery,
+  cursor: z.string().optional().openapi(cursorOrEmptyDocument),
 });
 
 export const listDoNotCallResponse = z

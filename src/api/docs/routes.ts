@@ -39,7 +39,7 @@ export const docsRoutes = [
       params: z.object({ file: z.string().openapi({ description: `One of: ${ASSET_NAMES.join(', ')}`, example: 'swagger-ui.css' }) }),
     },
     responses: {
-      200: { description: 'The file, as text/javascript, text/css or image/png', contentType: 'application/octet-stream', schema: z.string().openapi({ format: 'binary' }) },
+      200: { description: 'The file, as text/javascript, text/css or image/png', contentType: ['text/javascript', 'text/css', 'image/png'], schema: z.string().openapi({ format: 'binary' }) },
       304: { description: 'Not modified: If-None-Match names the current ETag' },
       404: { description: 'No such file (message Not found)' },
     },

@@ -1,6 +1,6 @@
 import { contactUpsertBody, listContact } from '../contacts/schemas.js';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
-import { z } from '../schemas.js';
+import { cursorDocument, formsPresent, oneOfFormsDocument, PAGE_LIMIT, pageLimitDocument, z } from '../schemas.js';
 
 export const MAX_CONTACTS_PER_REQUEST = 500;
 
@@ -15,24 +15,32 @@ const integerText = z.string().regex(/^[+-]?\d+$/, 'must be an integer').transfo
 /** GET /lists: limit must be an integer (400 otherwise); outside 1 to 500 it is clamped. */
 export const listListsQuery = z.object({
   limit: integerText
-    .transform((n) => Math.min(500, Math.max(1, n)))
+    .transform((n) => Math.min(PAGE_LIMIT.max, Math.max(PAGE_LIMIT.min, n)))
     .optional()
-    .openapi({ type: 'integer', default: 100, description: 'Clamped into 1 to 500' } as never),
+    .openapi({ type: 'integer', default: PAGE_LIMIT.default, description: `Clamped into ${PAGE_LIMIT.min} to ${PAGE_LIMIT.max}` } as never),
 });
 
 /** GET /lists/{id}: limit and cursor like /calls (limit 1 to 500, 400 otherwise). */
 export const getListQuery = z.object({
   limit: integerText
-    .refine((n) => n >= 1 && n <= 500, 'must be an integer between 1 and 500')
+    .refine((n) => n >= PAGE_LIMIT.min && n <= PAGE_LIMIT.max, `must be an integer between ${PAGE_LIMIT.min} and ${PAGE_LIMIT.max}`)
     .optional()
-    .openapi({ type: 'integer', minimum: 1, maximum: 500, default: 100 } as never),
-  cursor: z.string().max(100, 'is not a valid cursor').optional().openapi({ description: 'meta.next_cursor of the previous page' }),
+    .openapi(pageLimitDocument as never),
+  cursor: z.string().max(100, 'is not a valid cursor').optional().openapi(cursorDocument),
 });
 
 const contactIds = z
   .array(z.string().uuid('must be a contact id (UUID)'), { message: 'must be an array of contact ids' })
   .min(1, 'must not be empty')
   .max(MAX_CONTACTS_PER_REQUEST, `must have at most ${MAX_CONTACTS_PER_REQUEST} items`);
+
+/** The forms of an add-contacts body, each by its keys (its first key required). */
+const ADD_CONTACTS_FORMS = {
+  contacts: ['contacts'],
+  contact_ids: ['contact_ids'],
+  contact: ['contact'],
+  single: Object.keys(contactUpsertBody.shape),
+} as const;
 
 /**
  * add-contacts: exactly one of `contacts` (array of contact objects), `contact_ids`
@@ -51,16 +59,16 @@ export const addContactsBody = z
     ...contactUpsertBody.partial().shape,
   })
   .superRefine((b, ctx) => {
-    const single = Object.keys(b).filter((k) => k !== 'contacts' && k !== 'contact_ids' && k !== 'contact');
-    const forms = [b.contacts !== undefined, b.contact_ids !== undefined, b.contact !== undefined, single.length > 0].filter(Boolean).length;
-    if (forms > 1) {
+    const forms = formsPresent(b, ADD_CONTACTS_FORMS);
+    if (forms.length > 1) {
       ctx.addIssue({ code: 'custom', message: 'send only one of contacts, contact_ids or a single contact', path: ['contacts'] });
-    } else if (forms === 0 || (single.length > 0 && b.phone_number === undefined)) {
+    } else if (forms.length === 0 || (forms[0] === 'single' && b.phone_number === undefined)) {
       ctx.addIssue({ code: 'custom', message: 'is required unless contacts or contact_ids is sent', path: ['phone_number'] });
     }
   })
   .openapi('AddContactsRequest', {
     description: `Either contacts (at most ${MAX_CONTACTS_PER_REQUEST} contact objects), contact_ids (existing contacts) or a single contact object (the body itself, or under contact). A number that already belongs to a team contact reuses that contact unchanged.`,
+    ...oneOfFormsDocument(ADD_CONTACTS_FORMS),
   });
 
 export const removeContactsBody = z.strictObject({ contact_ids: contactIds }).openapi('RemoveContactsRequest');

@@ -1,6 +1,6 @@
 import { FIELD_TYPES, TYPE_NAME_PATTERN, VALIDATION_MODES } from '../../domain/objectTypes.js';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
-import { z } from '../schemas.js';
+import { keysDocument, PAGE_LIMIT, pageLimitDocument, z } from '../schemas.js';
 
 export const typeNameField = z
   .string()
@@ -11,6 +11,8 @@ const schemaFieldName = z
   .string()
   .min(1, 'field names must not be empty')
   .max(100, 'field names must be at most 100 characters')
+  // Said as a pattern too, so the document's propertyNames has it (NUL cannot be stored).
+  .regex(/^[^\u0000]*$/, `field names ${UNSTORABLE_TEXT_MESSAGE}`)
   .refine(isStorableText, `field names ${UNSTORABLE_TEXT_MESSAGE}`);
 
 export const createObjectTypeBody = z
@@ -24,7 +26,7 @@ export const createObjectTypeBody = z
       .record(schemaFieldName, z.enum(FIELD_TYPES, { message: `must be one of ${FIELD_TYPES.join(', ')}` }))
       .refine((s) => Object.keys(s).length <= 200, 'must have at most 200 fields')
       .optional()
-      .openapi({ description: 'Field name to type name', example: { policy_number: 'string', premium: 'number' } }),
+      .openapi({ description: 'Field name to type name', example: { policy_number: 'string', premium: 'number' }, maxProperties: 200, ...keysDocument(schemaFieldName) }),
   })
   .openapi('CreateObjectTypeRequest');
 
@@ -46,11 +48,11 @@ export const objectTypeCreated = z.object({ success: z.literal(true), object_typ
 export const listObjectTypesQuery = z.object({
   limit: z
     .string()
-    .regex(/^\d+$/, 'must be an integer between 1 and 500')
+    .regex(/^\d+$/, `must be an integer between ${PAGE_LIMIT.min} and ${PAGE_LIMIT.max}`)
     .transform(Number)
-    .refine((n) => n >= 1 && n <= 500, 'must be an integer between 1 and 500')
+    .refine((n) => n >= PAGE_LIMIT.min && n <= PAGE_LIMIT.max, `must be an integer between ${PAGE_LIMIT.min} and ${PAGE_LIMIT.max}`)
     .optional()
-    .openapi({ type: 'integer', minimum: 1, maximum: 500, default: 100 } as never),
+    .openapi(pageLimitDocument as never),
 });
 
 export const objectTypeList = z

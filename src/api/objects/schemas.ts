@@ -1,6 +1,7 @@
+import { JSON_PATH_PATTERN } from '../../domain/jsonPath.js';
 import { TYPE_NAME_PATTERN } from '../../domain/objectTypes.js';
 import { findUnstorableText, isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../domain/storableText.js';
-import { z } from '../schemas.js';
+import { keysDocument, withOneOfFields, z } from '../schemas.js';
 
 // A missing value keeps zod's own message (reported as "<field> is required").
 const jsonObject = z
@@ -18,10 +19,14 @@ const storable = (schema: z.ZodString) => schema.refine(isStorableText, UNSTORAB
  * validation are checked against the team's types by the service (400 naming
  * objects.<type_name>...).
  */
+const objectTypeNameKey = z.string().regex(TYPE_NAME_PATTERN, 'keys must be object type names');
+
 export const objectsMapSchema = z
-  .record(z.string().regex(TYPE_NAME_PATTERN, 'keys must be object type names'), jsonObject)
+  .record(objectTypeNameKey, jsonObject)
   .refine((m) => Object.keys(m).length <= 50, 'must name at most 50 object types')
   .openapi('ObjectsMap', {
+    maxProperties: 50,
+    ...keysDocument(objectTypeNameKey),
     description: 'Object type name to an object of free-form properties; each becomes an object of that type linked to the contact',
     example: { insurance_policy: { policy_number: 'P-1234', premium: 120 } },
   });
@@ -29,13 +34,13 @@ export const objectsMapSchema = z
 const keySchema = (name: string) =>
   z
     .strictObject({
-      path: storable(z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters')).openapi({ description: 'JSON path into data (docs/contacts-and-lists.md)', example: '$.external_ids.hubspot.property_id' }),
+      path: storable(z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters')).openapi({ description: 'JSON path into data (docs/contacts-and-lists.md), at most 32 segments', example: '$.external_ids.hubspot.property_id', pattern: JSON_PATH_PATTERN.source }),
       value: z.union([storable(z.string()), z.number()], { message: 'must be a string' }).transform((v) => String(v)).openapi({ type: 'string' } as never),
     })
     .openapi(name);
 
-export const upsertObjectBody = z
-  .strictObject({
+export const upsertObjectBody = withOneOfFields(
+  z.strictObject({
     name: storable(z.string().max(500, 'must be at most 500 characters')).optional(),
     data: jsonObject,
     type_name: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters').optional(),
@@ -43,9 +48,10 @@ export const upsertObjectBody = z
     parent_id: z.string().uuid('must be a UUID').nullable().optional(),
     upsert_key: keySchema('UpsertKey').optional(),
     unique_key: keySchema('UniqueKey').optional(),
-  })
-  .refine((b) => b.type_name !== undefined || b.type_id !== undefined, { message: 'type_name or type_id is required' })
-  .openapi('UpsertObjectRequest');
+  }),
+  ['type_name', 'type_id'],
+  'type_name or type_id is required',
+).openapi('UpsertObjectRequest');
 
 export const objectShape = z
   .object({ id: z.string().uuid(), name: z.string().nullable(), type_id: z.string().uuid(), parent_id: z.string().uuid().nullable(), data: z.record(z.string(), z.unknown()) })

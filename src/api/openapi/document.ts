@@ -1,5 +1,20 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { openApiPath, type RouteDefinition } from '../route.js';
+import { OPERATION_LINKS } from './links.js';
+
+/** The route's description with its links (links.ts) on the answers they follow from. */
+function withLinks(operation: RouteConfig): RouteConfig {
+  const links = operation.operationId ? OPERATION_LINKS[operation.operationId] : undefined;
+  if (!links) return operation;
+  const responses: RouteConfig['responses'] = { ...operation.responses };
+  for (const [status, byName] of Object.entries(links)) {
+    const response = responses[status];
+    if (!response || '$ref' in response) throw new Error(`links.ts: ${operation.operationId} has no ${status} answer to link from`);
+    responses[status] = { ...response, links: byName };
+  }
+  return { ...operation, responses };
+}
 
 /** OpenAPI 3.1 document generated from the same route definitions that validate requests. */
 export function buildOpenApiDocument(routes: RouteDefinition[]): Record<string, unknown> {
@@ -14,7 +29,7 @@ export function buildOpenApiDocument(routes: RouteDefinition[]): Record<string, 
     scheme: 'bearer',
     description: 'MEDIA_EDGE_SECRET: used only by the media edge on /internal/v1.',
   });
-  for (const route of routes) registry.registerPath(openApiPath(route));
+  for (const route of routes) registry.registerPath(withLinks(openApiPath(route)));
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',

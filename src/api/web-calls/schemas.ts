@@ -1,6 +1,7 @@
 import { isUuid } from '../../domain/ids.js';
 import { objectsMapSchema } from '../objects/schemas.js';
-import { z } from '../schemas.js';
+import { BROWSER_ONLY_DID } from '../../services/webSessions.js';
+import { phoneNumberDocument, z } from '../schemas.js';
 
 // A missing value keeps zod's own message (reported as "<field> is required").
 const str = z.string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string') });
@@ -25,9 +26,20 @@ const webCallFields = {
 export const createWebSessionBody = z
   .object({
     ...webCallFields,
-    did: str.min(1, 'must not be empty').nullish().openapi({ description: 'One of the team’s numbers (AI-side number identity on the call record); omitted means a browser-only call' }),
+    did: str.min(1, 'must not be empty').nullish().openapi(phoneNumberDocument('One of the team’s numbers (AI-side number identity on the call record); omitted means a browser-only call')),
   })
   .openapi('CreateWebSessionRequest');
+
+/** create-web-call's did: `web` or a phone number (whose pattern it extends). */
+function didOfWebCallDocument() {
+  const phone = phoneNumberDocument('One of the team’s numbers (AI-side number identity)');
+  return {
+    ...phone,
+    pattern: `^${BROWSER_ONLY_DID}$|${phone.pattern}`,
+    description: `\`${BROWSER_ONLY_DID}\` (the default: a browser-only call), or ${phone.description.charAt(0).toLowerCase()}${phone.description.slice(1)}`,
+    examples: [BROWSER_ONLY_DID, ...phone.examples],
+  };
+}
 
 export const createWebCallBody = z
   .object({
@@ -35,7 +47,7 @@ export const createWebCallBody = z
     did: str
       .min(1, 'must not be empty')
       .nullish()
-      .openapi({ description: '`web` (the default: a browser-only call) or one of the team’s numbers (AI-side number identity)' }),
+      .openapi(didOfWebCallDocument()),
   })
   .openapi('CreateWebCallRequest');
 

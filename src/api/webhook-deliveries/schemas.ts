@@ -1,5 +1,5 @@
 import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../domain/webhookEvents.js';
-import { z } from '../schemas.js';
+import { cursorOrEmptyDocument, pageLimitQuery, z } from '../schemas.js';
 import { eventTypeField } from '../webhook-endpoints/schemas.js';
 
 export const listWebhookDeliveriesQuery = z.object({
@@ -7,13 +7,8 @@ export const listWebhookDeliveriesQuery = z.object({
   event_type: z.enum(WEBHOOK_EVENT_TYPES, { message: `event_type must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }).optional(),
   call_id: z.string().uuid({ message: 'call_id must be a UUID' }).optional(),
   status: z.enum(WEBHOOK_DELIVERY_STATUSES, { message: `status must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}` }).optional(),
-  limit: z
-    .string()
-    .optional()
-    .refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 1 && Number(v) <= 500), { message: 'limit must be an integer from 1 to 500' })
-    .transform((v) => (v === undefined ? 100 : Number(v)))
-    .openapi({ type: 'integer', description: '1 to 500, default 100' }),
-  cursor: z.string().optional().openapi({ format: 'date-time', description: 'meta.next_cursor of the previous page' }),
+  limit: pageLimitQuery,
+  cursor: z.string().optional().openapi(cursorOrEmptyDocument),
 });
 
 export const deliveryIdParams = z.object({ delivery_id: z.string().openapi({ description: 'The delivery id (UUID)' }) });

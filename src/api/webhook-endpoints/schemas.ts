@@ -32,7 +32,7 @@ export const updateWebhookEndpointBody = z
     description: descriptionField.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'body must name at least one of url, events, enabled, description')
-  .openapi('UpdateWebhookEndpointRequest');
+  .openapi('UpdateWebhookEndpointRequest', { minProperties: 1 });
 
 export const endpointIdParams = z.object({ endpoint_id: z.string().openapi({ description: 'The endpoint id (UUID)' }) });
 

@@ -7,6 +7,7 @@ import { wakeListBatches } from '../services/batches.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler } from './middleware/errorHandler.js';
 import { httpMetrics, routeTemplate } from './middleware/httpMetrics.js';
+import { methodNotAllowed } from './middleware/methodNotAllowed.js';
 import { requestContext } from './middleware/requestContext.js';
 import { koaPath, routeChain, type RouteDefinition } from './route.js';
 import { allRoutes } from './routes.js';
@@ -32,5 +33,6 @@ export function createApp(input: AppDeps, routes: RouteDefinition[] = allRoutes(
   app.use(httpMetrics());
   app.use(errorHandler());
   app.use(router.routes());
+  app.use(methodNotAllowed(router));
   return app;
 }

@@ -93,6 +93,42 @@ describe('routing and errors', () => {
     assert.deepEqual(res.json, { success: false, message: 'Not found' });
   });
 
+  /** Any method, TRACE included (fetch refuses to send it): status, Allow and the JSON body. */
+  function send(method: string, path: string): Promise<{ status: number; allow: string | undefined; json: unknown }> {
+    const url = new URL(app.url);
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: url.hostname, port: url.port, path, method }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, json: text ? JSON.parse(text) : undefined }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  test('a known path with a method it does not have answers 405 with Allow, before authentication', async () => {
+    for (const [method, path, allow] of [
+      ['TRACE', '/api/v1/lists', 'HEAD, GET, POST'],
+      ['PUT', '/api/v1/lists/8c2b6c9e-1f0a-4d7e-9b1a-2f3c4d5e6f70', 'HEAD, GET, PATCH, DELETE'],
+      ['GET', '/api/v1/create-contact', 'POST'],
+      ['OPTIONS', '/api/v1/get-call-status/abc', 'HEAD, GET'],
+    ] as const) {
+      const res = await send(method, path);
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.deepEqual(res.json, { success: false, message: 'Method not allowed' }, `${method} ${path}`);
+      assert.deepEqual(new Set(res.allow?.split(', ')), new Set(allow.split(', ')), `${method} ${path}`);
+    }
+  });
+
+  test('an unknown path keeps 404 Not found whatever the method', async () => {
+    for (const method of ['TRACE', 'PUT', 'GET']) {
+      const res = await send(method, '/api/v1/lists-of-nothing');
+      assert.equal(res.status, 404, method);
+      assert.deepEqual(res.json, { success: false, message: 'Not found' });
+    }
+  });
+
   test('an unexpected error answers 500 Internal server error without its detail', async () => {
     const boom = defineRoute({
       method: 'get',

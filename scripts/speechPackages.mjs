@@ -48,6 +48,13 @@ export const SPEECH_ENGINE_PACKAGES = {
     neededBy: (env) => (env.TTS_PROVIDER ?? '').trim() === 'piper',
     why: 'TTS_PROVIDER=piper: src/mediaEdge/speech/piper_worker.py',
   },
+  // Not a speech engine: the one other Python tool, in the same tools venv (npm test only).
+  schemathesis: {
+    packages: ['schemathesis==4.32.5'],
+    imports: ['schemathesis'],
+    neededBy: () => false,
+    why: 'npm test: test/api/schemathesis.test.ts checks the OpenAPI document against the service (docs/api.md)',
+  },
 };
 
 /** Where the venv lives, from the repository root. */

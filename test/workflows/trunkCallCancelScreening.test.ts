@@ -46,6 +46,8 @@ class StandInTrunk {
   readonly byes: string[] = [];
   readonly cancels: string[] = [];
   readonly peers: RtpPeer[] = [];
+  /** Each answered far end's RTP, by SIP Call-ID: it stops sending at the edge's BYE, as a phone does. */
+  private readonly farEnds = new Map<string, RtpPeer>();
 
   async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
     const line = this.lines.get(req.toNumber);
@@ -55,6 +57,7 @@ class StandInTrunk {
     const edgePort = Number(/^m=audio (\d+)/m.exec(req.sdp)?.[1]);
     const peer = await RtpPeer.open({ address: '127.0.0.1', port: edgePort });
     this.peers.push(peer);
+    this.farEnds.set(req.callId, peer);
     const greeting = line === 'greeting' ? Int16Array.from({ length: 24_000 }, () => Math.round((Math.random() - 0.5) * 8000)) : new Int16Array(0);
     void peer.play(greeting, { thenSilence: true });
     const answer = g711Answer(req.sdp, { address: '127.0.0.1', port: peer.port, sessionId: 1 });
@@ -67,6 +70,9 @@ class StandInTrunk {
       callId: req.callId,
       bye: async () => {
         this.byes.push(req.toNumber);
+        // A far end still sending after the BYE reached whichever edge bound its old port next:
+        // with copies of this file at once, another copy's call heard it instead of its own.
+        this.farEnds.get(req.callId)?.stop();
       },
       refer: async () => ({ accepted: false, status: 501 }),
       onEnded: () => () => undefined,

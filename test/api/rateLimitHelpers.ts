@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import { createApp } from '../../src/api/app.js';
 import { KeyUsageRecorder } from '../../src/api/middleware/keyUsage.js';
@@ -57,8 +57,10 @@ export async function startLimitedApi(opts: {
   const pool = await testPool();
   const config = testConfig({ TRUST_PROXY: 'true', ...opts.config });
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
-  // A lazy client: these tests never reach Temporal (health then reports it down, which no test asserts).
-  const temporal = new Client();
+  // A lazy client of an address that refuses: these tests never reach Temporal (health then
+  // reports it down, which no test asserts). No gRPC retry interceptor: a retry's backoff timer
+  // firing after close() threw "Channel has been shut down" out of the finished test.
+  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', interceptors: [] }) });
   const limiter = createRateLimiter(
     { config, redis: opts.redis, logger },
     { clock: opts.clock?.read, keyPrefix: opts.keyPrefix ?? `rl-test:${randomUUID()}:`, recoveryProbeMs: opts.recoveryProbeMs },

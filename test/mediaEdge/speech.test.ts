@@ -1,4 +1,3 @@
-// test-runner: alone (Festival's first frame within 100 ms)
 // The offline speech engines on real audio: Festival and espeak-ng synthesising, pocketsphinx
 // recognising Festival-spoken answers with the grammars built from answer hints, and the
 // engine choice at start-up.
@@ -18,15 +17,10 @@ import { MAX_CHUNK_CHARS, speakableChunks } from '../../src/mediaEdge/speech/spe
 import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 
-async function collect(synthesizer: SpeechSynthesizer, text: string, signal?: AbortSignal): Promise<{ frames: Int16Array[]; firstFrameMs: number }> {
-  const started = performance.now();
-  let firstFrameMs = Number.NaN;
+async function collect(synthesizer: SpeechSynthesizer, text: string, signal?: AbortSignal): Promise<{ frames: Int16Array[] }> {
   const frames: Int16Array[] = [];
-  for await (const frame of synthesizer.synthesize(text, { signal })) {
-    if (frames.length === 0) firstFrameMs = performance.now() - started;
-    frames.push(frame);
-  }
-  return { frames, firstFrameMs };
+  for await (const frame of synthesizer.synthesize(text, { signal })) frames.push(frame);
+  return { frames };
 }
 
 describe('grammars from answer hints', () => {
@@ -94,9 +88,9 @@ describe('festival synthesizer', () => {
   before(() => festival.warmUp());
   after(() => festival.close());
 
-  it('streams 20 ms frames of 16 kHz speech, the first one within 100 ms once warm, without leading silence', async () => {
-    const { frames, firstFrameMs } = await collect(festival, 'Hello, this is the clinic calling. Can you confirm your date of birth, please?');
-    assert.ok(firstFrameMs < 100, `first frame after ${firstFrameMs.toFixed(1)} ms`);
+  // How soon the first frame comes is a speed figure: bench/speech.ts measures it.
+  it('streams 20 ms frames of 16 kHz speech without leading silence', async () => {
+    const { frames } = await collect(festival, 'Hello, this is the clinic calling. Can you confirm your date of birth, please?');
     assert.ok(frames.every((f) => f.length === FRAME_SAMPLES));
     const seconds = (frames.length * FRAME_SAMPLES) / SAMPLE_RATE;
     assert.ok(seconds > 3 && seconds < 9, `${seconds} s of audio`);

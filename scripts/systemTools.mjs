@@ -32,6 +32,7 @@ export const SYSTEM_TOOLS = [
   { command: 'tsx', source: 'bootstrap', path: 'node_modules/.bin/tsx', for: ['start', 'test'], why: 'node_modules/.bin/tsx: runs the CLI in CLI tests' },
   { command: 'python3', source: 'prerequisite', package: 'python3-venv', for: ['test'], override: ['PYTHON3'], why: 'makes the speech venv (npm start: only when an engine needs it, STT_PROVIDER=whisper)' },
   { command: 'python', source: 'bootstrap', path: '.tools/speech-venv/bin/python', for: ['test'], why: 'the speech venv (scripts/speechPackages.mjs): runs the Whisper worker (npm start: only with STT_PROVIDER=whisper)' },
+  { command: 'schemathesis', source: 'bootstrap', path: '.tools/speech-venv/bin/schemathesis', for: ['test'], why: 'the tools venv (scripts/speechPackages.mjs): the OpenAPI contract test (test/api/schemathesis.test.ts)' },
   { command: 'launch.sh', source: 'project', path: 'scripts/temporal-test-server/launch.sh', override: ['TEMPORAL_TEST_SERVER_EXECUTABLE'], for: ['test'], why: 'scripts/temporal-test-server/launch.sh: execs java on the test server jars' },
 
   { command: 'mvn', source: 'apt', package: 'maven', for: ['test'], override: ['TEMPORAL_TEST_SERVER_EXECUTABLE'], why: 'resolves the test server jars from Maven Central' },

@@ -201,7 +201,8 @@ async function runMediaLevel(streams: number, seconds: number, portRange: { min:
       session.channel.onInbound((frame) => session.channel.enqueue(frame));
       session.setRemote({ address: '127.0.0.1', port: ports[i], payloadType: 0 });
     });
-    // Subscribed after every session: each tick, called once the last stream's frame has left.
+    // Subscribed after every session: each tick, called once the last stream's frame has left (the
+    // clock runs every send before any play).
     const lateness: number[] = [];
     const unsubscribe = clock.subscribe(() => lateness.push(performance.now() - clock.scheduledAt));
     child.send({ cmd: 'send' } satisfies MediaToChild);

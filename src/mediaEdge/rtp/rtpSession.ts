@@ -202,7 +202,10 @@ class G711RtpSession implements RtpSession {
     this.codec.use(remote.payloadType);
     if (!this.stopTicks) {
       this.lastValidAt = performance.now();
-      this.stopTicks = this.clock.subscribe(() => this.tick());
+      this.stopTicks = this.clock.subscribe(
+        () => this.sendTick(),
+        () => this.media.playTick(),
+      );
     }
   }
 
@@ -245,13 +248,13 @@ class G711RtpSession implements RtpSession {
     };
   }
 
-  private tick(): void {
+  private sendTick(): void {
     if (performance.now() - this.lastValidAt > this.inactivityMs) {
       this.logger.warn({ inactivityMs: this.inactivityMs, port: this.localPort }, 'no RTP from the far end: media lost');
       this.media.close('media_lost');
       return;
     }
-    this.media.tick();
+    this.media.sendTick();
     const event = this.outboundEvents.shift();
     if (event && this.remote?.telephoneEventPayloadType !== undefined) {
       // An event is stamped with the time its key went down: the audio packet of the same tick.

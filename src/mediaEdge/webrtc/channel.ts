@@ -128,13 +128,24 @@ export class WebRtcMediaChannel implements MediaChannel {
     this.jitter.push(packet);
   }
 
-  /** One 20 ms step: play one inbound frame (two while catching up on a backlog), send at most one outbound frame. */
+  /** One 20 ms step: `sendTick` then `playTick`. */
   tick(): void {
+    this.sendTick();
+    this.playTick();
+  }
+
+  /** A step's first half (the clock runs every call's before any call's second): send at most one outbound frame. */
+  sendTick(): void {
     if (this.closeReason) return;
     this.ticks++;
+    this.sendOutbound();
+  }
+
+  /** A step's second half: play one inbound frame (two while catching up on a backlog). */
+  playTick(): void {
+    if (this.closeReason) return;
     this.playInbound();
     if (this.jitter.bufferedTicks > this.jitter.depthTicks + CATCH_UP_FRAMES * this.jitter.frameTicks) this.playInbound();
-    this.sendOutbound();
   }
 
   /** Settles `closed` (once); the owner tears the transport down. */

@@ -135,14 +135,17 @@ export class WebRtcCall {
           const timeoutMs = options.mediaTimeoutMs ?? 15_000;
           this.media.lastReceivedAt = performance.now();
           let ticks = 0;
-          this.stopTicks = this.clock.subscribe(() => {
-            this.media.tick();
-            // Once a second: has the browser gone quiet on the wire (gone without a word)?
-            if (++ticks % 50 === 0 && performance.now() - this.media.lastReceivedAt > timeoutMs) {
-              this.logger.warn({ timeoutMs }, 'no RTP from the browser: media lost');
-              void this.close('media_lost');
-            }
-          });
+          this.stopTicks = this.clock.subscribe(
+            () => this.media.sendTick(),
+            () => {
+              this.media.playTick();
+              // Once a second: has the browser gone quiet on the wire (gone without a word)?
+              if (++ticks % 50 === 0 && performance.now() - this.media.lastReceivedAt > timeoutMs) {
+                this.logger.warn({ timeoutMs }, 'no RTP from the browser: media lost');
+                void this.close('media_lost');
+              }
+            },
+          );
         }
         this.markConnected();
         this.logger.info({ codec: this.codec }, 'media connected');

@@ -26,6 +26,12 @@ const LIST_ID = { list_id: '$response.body#/list_id' };
 const ENDPOINT_ID = { endpoint_id: '$response.body#/endpoint/id' };
 const DNC_NUMBER = { phone_number: '$response.body#/entry/phone_number' };
 
+/** An added do-not-call entry (200 when it was there already, 201 when new) leads to the same operations. */
+const doNotCallLinks: Record<string, OperationLink> = {
+  GetDoNotCall: { operationId: 'getDoNotCall', parameters: DNC_NUMBER, description: 'The entry' },
+  RemoveDoNotCall: { operationId: 'removeDoNotCall', parameters: DNC_NUMBER, description: 'Take the number off the list' },
+};
+
 export const OPERATION_LINKS: Record<string, Record<number, Record<string, OperationLink>>> = {
   createPhoneCall: { 201: callLinks },
   retryCall: { 201: callLinks },
@@ -51,7 +57,7 @@ export const OPERATION_LINKS: Record<string, Record<number, Record<string, Opera
       UpdateWebhookEndpoint: { operationId: 'updateWebhookEndpoint', parameters: ENDPOINT_ID, description: 'Change the endpoint' },
       DeleteWebhookEndpoint: { operationId: 'deleteWebhookEndpoint', parameters: ENDPOINT_ID, description: 'Delete the endpoint' },
       RotateWebhookEndpointSecret: { operationId: 'rotateWebhookEndpointSecret', parameters: ENDPOINT_ID, description: 'A new signing secret' },
-      ListWebhookDeliveries: { operationId: 'listWebhookDeliveries', parameters: { endpoint_id: '$response.body#/endpoint/id' }, description: 'The endpoint’s deliveries' },
+      ListWebhookDeliveries: { operationId: 'listWebhookDeliveries', parameters: ENDPOINT_ID, description: 'The endpoint’s deliveries' },
     },
   },
   listWebhookDeliveries: {
@@ -60,16 +66,7 @@ export const OPERATION_LINKS: Record<string, Record<number, Record<string, Opera
       RedeliverWebhookDelivery: { operationId: 'redeliverWebhookDelivery', parameters: { delivery_id: '$response.body#/deliveries/0/id' }, description: 'Send the first delivery of the page again' },
     },
   },
-  addDoNotCall: {
-    200: {
-      GetDoNotCall: { operationId: 'getDoNotCall', parameters: DNC_NUMBER, description: 'The entry' },
-      RemoveDoNotCall: { operationId: 'removeDoNotCall', parameters: DNC_NUMBER, description: 'Take the number off the list' },
-    },
-    201: {
-      GetDoNotCall: { operationId: 'getDoNotCall', parameters: DNC_NUMBER, description: 'The entry' },
-      RemoveDoNotCall: { operationId: 'removeDoNotCall', parameters: DNC_NUMBER, description: 'Take the number off the list' },
-    },
-  },
+  addDoNotCall: { 200: doNotCallLinks, 201: doNotCallLinks },
   createObjectType: {
     201: {
       GetObjectTypeByName: { operationId: 'getObjectTypeByName', parameters: { type_name: '$response.body#/object_type/type_name' }, description: 'The object type' },

@@ -29,6 +29,9 @@ const url = (protocols: string[]) =>
 
 const SECRETS_KEY_FORMAT = 'must be 32 random bytes in base64 (44 characters) or hex (64 characters), such as the output of `openssl rand -base64 32`';
 
+/** The vendor's chat-completions base URL: with it, LLM_API_KEY is required for a model to be configured. */
+export const DEFAULT_LLM_BASE_URL = 'https://api.openai.com/v1';
+
 const positiveInt = z.coerce.number({ message: 'must be a number' }).int('must be a whole number').positive('must be positive');
 
 /** Every environment variable the service reads, with its default (README, "Configuration"). */
@@ -165,6 +168,16 @@ export const configSchema = z.object({
     .optional(),
   // The spans' service.name; unset = voice-agent-api, voice-agent-worker, voice-agent-media-edge, or voice-agent (npm start).
   OTEL_SERVICE_NAME: z.string().regex(/^[\w.-]{1,100}$/, 'must be 1-100 letters, digits, dots, hyphens or underscores').optional(),
+  // The language model (docs/agents.md, "Model settings"): an OpenAI-compatible chat-completions
+  // service. A model is configured when LLM_API_KEY is set, or when LLM_BASE_URL points elsewhere
+  // than the vendor's default (a self-hosted server may need no key); otherwise none is.
+  LLM_BASE_URL: url(['http:', 'https:']).default(DEFAULT_LLM_BASE_URL),
+  LLM_API_KEY: z.string().regex(/^\S+$/, 'must be one word without spaces').optional(),
+  LLM_MODEL: z.string().regex(/^\S{1,200}$/, 'must be a model name without spaces').default('gpt-4.1-mini'),
+  // One request to the model, from sending it to its last token.
+  LLM_TIMEOUT_SECONDS: positiveInt.max(600, 'must be at most 600').default(30),
+  // The post-call analyser (docs/agents.md, "ANALYSER=llm"): llm needs a model configured.
+  ANALYSER: z.enum(['deterministic', 'llm'], { message: 'must be deterministic or llm' }).default('deterministic'),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -196,7 +209,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       if (!config[variable]) throw new ConfigError(variable, 'is required when RECORDINGS_STORE is s3');
     }
   }
+  if (config.ANALYSER === 'llm' && !llmConfigured(config)) {
+    throw new ConfigError('ANALYSER', `llm needs a model: set LLM_API_KEY (or LLM_BASE_URL to a server of your own)`);
+  }
   return config;
+}
+
+/** Whether a language model is configured (LLM_API_KEY set, or LLM_BASE_URL not the vendor's). */
+export function llmConfigured(config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY'>): boolean {
+  return Boolean(config.LLM_API_KEY) || config.LLM_BASE_URL.replace(/\/+$/, '') !== DEFAULT_LLM_BASE_URL;
 }
 
 /** Whether the public web-call path (create-web-session, create-web-call) is configured. */

@@ -53,6 +53,8 @@ const TEXT_RULES: Array<[RegExp, (match: string, ...groups: string[]) => string]
   [/\bwhsec_[A-Za-z0-9+/=_-]{4,}/g, () => 'whsec_…'],
   // API keys: the prefix (stored in clear to find the key) stays, the secret part goes.
   [/\b(va[a-z0-9]{10})_[A-Za-z0-9_-]{9,}/g, (_m, prefix) => `${prefix}_…`],
+  // A language-model vendor's key (LLM_API_KEY: sk-..., sk-proj-...); its own echo of one (sk-ab***yz) too.
+  [/\bsk-[A-Za-z0-9_*-]{16,}/g, () => 'sk-…'],
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@?#"'<>]+@/gi, (_m, scheme) => `${scheme}${REDACTED}@`],
   [/\b(sips?:[^:@\s;>"']+):[^@\s;>"']+@/gi, (_m, user) => `${user}:${REDACTED}@`],
   [
@@ -62,7 +64,7 @@ const TEXT_RULES: Array<[RegExp, (match: string, ...groups: string[]) => string]
 ];
 
 /** Cheap first look: text matching none of these holds nothing TEXT_RULES would change (most log values). */
-const MAY_HOLD_CREDENTIAL_RE = /wh_|wst_|whsec_|va[a-z0-9]{10}_|bearer|authorization|token|signature|cookie|x-media-edge-secret|x-api-key|response|:\/\/|sips?:|\/hooks\/|=/i;
+const MAY_HOLD_CREDENTIAL_RE = /wh_|wst_|whsec_|va[a-z0-9]{10}_|sk-|bearer|authorization|token|signature|cookie|x-media-edge-secret|x-api-key|response|:\/\/|sips?:|\/hooks\/|=/i;
 
 /** Free text with every credential it visibly carries redacted. */
 export function redactCredentials(text: string): string {

@@ -57,10 +57,13 @@ test('every kind of credential in free text is redacted, and what is not a crede
     ['GET https://example.com/cb?id=7&token=abc123&signature=zz#x', 'GET https://example.com/cb?id=7&token=[REDACTED]&signature=[REDACTED]#x'],
     ['https://bucket.s3/x?X-Amz-Credential=AKIA%2F&X-Amz-Signature=f00d', 'https://bucket.s3/x?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]'],
     ['To: <sip:alice:s3cret@edge.example>', 'To: <sip:alice:[REDACTED]@edge.example>'],
+    ['model refused sk-proj-Abc123def456GHI789jkl0_mn', 'model refused sk-…'],
+    ['Incorrect API key provided: sk-abc12************************wxyz.', 'Incorrect API key provided: sk-….'],
     // Not credentials: left alone.
     ['INVITE sip:agent@edge.example SIP/2.0', 'INVITE sip:agent@edge.example SIP/2.0'],
     ['Via: SIP/2.0/WSS host.invalid:5060;branch=z9hG4bK1', 'Via: SIP/2.0/WSS host.invalid:5060;branch=z9hG4bK1'],
     ['call 3f0c2a9e-1d2b-4c3d-8e9f-0a1b2c3d4e5f ended: Bearer header missing', 'call 3f0c2a9e-1d2b-4c3d-8e9f-0a1b2c3d4e5f ended: Bearer header missing'],
+    ['the task-list ran', 'the task-list ran'],
   ];
   for (const [input, expected] of cases) assert.equal(redactCredentials(input), expected, input);
 });

@@ -5,10 +5,11 @@
  * requests and releases may repeat, and the provider is asked to dial once per call id, so
  * a retried activity never writes twice. Each one also makes the progress change it causes.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { createCallAnalyser } from '../src/analysis/index.js';
 import {
   appendConversationTurns,
+  appendNoteToEndedCall,
   appendSystemNotes,
   completeCall as completeCallRow,
   findCallById,
@@ -22,7 +23,7 @@ import { findContactById } from '../src/db/repositories/contacts.js';
 import { findTeamFirstPhoneNumber } from '../src/db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../src/db/repositories/scripts.js';
 import { parseScriptDefinition, type CheckedScript } from '../src/domain/scripts/definition.js';
-import { objectiveNames } from '../src/domain/scripts/steps.js';
+import { contactFieldsUsed, objectiveNames, structuredDataKeys } from '../src/domain/scripts/steps.js';
 import type { CallProgress, ConversationTurn, SystemNote, TerminalStatus } from '../src/domain/calls.js';
 import { objectDataForContacts } from '../src/services/contacts.js';
 import { releaseSlotAndGrant, requestCallSlot } from '../src/services/callSlots.js';
@@ -34,7 +35,7 @@ import { callEvent, withWebhookEvents } from '../src/services/webhookEvents.js';
 import { markCallStarted } from '../src/services/callAdmission.js';
 import { callAnalysisDuration, countCallEnded } from '../src/metrics/callMetrics.js';
 import { NO_NUMBER_FAILURE, NOT_FOUND_FAILURE } from '../workflows/contracts.js';
-import { claimProviderDial } from './dialClaim.js';
+import { claimProviderDial, dialClaimId, priorDialAnswer, recordProviderDialAnswer } from './dialClaim.js';
 import { dialInTokenSlot, pacingKey, waitForDialToken } from './dialing.js';
 import type { ActivityDeps } from './index.js';
 
@@ -74,9 +75,11 @@ function notFound(what: string): ApplicationFailure {
 
 export function createCallActivities(deps: ActivityDeps) {
   const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
-  const analyser = deps.callAnalyser ?? createCallAnalyser();
+  const analyser = deps.callAnalyser ?? createCallAnalyser(deps.config);
   const recordings = deps.recordings ?? createRecordingStore(deps.config);
   const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
+  /** Dial attempts running in this process, by call and claim (placeCallNow). */
+  const dialsInFlight = new Map<string, Promise<PlaceCallResult | { waiting: true }>>();
 
   /**
    * The dial, shared by placeCall and placePacedCall. Carrier pacing (docs/calls.md): the
@@ -84,7 +87,22 @@ export function createCallActivities(deps: ActivityDeps) {
    * for here (`paced`, after everything else is loaded, so the dial follows the token at once).
    */
   async function placeCallNow(input: { callId: string; dialTokenAt?: string }, paced?: CallRecord): Promise<PlaceCallResult | { waiting: true }> {
+    // A retried attempt of this run joins the attempt still running here (its local activity
+    // timed out under load): one dial, and the retry answers with its result.
+    const claimId = dialClaimId();
+    const key = `${input.callId}:${claimId}`;
+    const running = dialsInFlight.get(key);
+    if (running) return running;
+    const dial = dialOnce(input, claimId, paced).finally(() => dialsInFlight.delete(key));
+    dialsInFlight.set(key, dial);
+    return dial;
+  }
+
+  async function dialOnce(input: { callId: string; dialTokenAt?: string }, claimId: string, paced?: CallRecord): Promise<PlaceCallResult | { waiting: true }> {
     const { definition, ...context } = await loadContext(input.callId);
+    // A retried attempt whose earlier one dialled (and finished after its timeout) goes on with its answer.
+    const prior = await priorDialAnswer(deps.pool, input.callId, claimId, provider.name);
+    if (prior) return dialled(input.callId, prior, context);
     if (!context.call.to_number) throw ApplicationFailure.nonRetryable('call has no number to dial', NO_NUMBER_FAILURE);
     const key = input.dialTokenAt || paced ? await pacingKey(deps, context.call) : null;
     let tokenAt = input.dialTokenAt ? Date.parse(input.dialTokenAt) : undefined;
@@ -96,7 +114,7 @@ export function createCallActivities(deps: ActivityDeps) {
     if (key && tokenAt !== undefined) await dialInTokenSlot(deps, key, tokenAt);
     const { id, type, from_number, to_number, participant_identity, team_id } = context.call;
     // Last before the dial: a retry after this worker dies mid-dial must not dial again.
-    await claimProviderDial(deps.pool, id, provider.name);
+    await claimProviderDial(deps.pool, id, provider.name, claimId);
     const placed = await provider.placeCall({
       callId: context.call.id,
       teamId: context.call.team_id,
@@ -107,9 +125,15 @@ export function createCallActivities(deps: ActivityDeps) {
       objects: context.objects,
       call: { id, type, from_number, to_number, participant_identity, team_id, script_id: context.script.id },
     });
-    await setProviderCall(deps.pool, input.callId, placed.provider, placed.providerCallId);
+    await recordProviderDialAnswer(deps.pool, id, provider.name, claimId, placed);
+    return dialled(input.callId, placed, context);
+  }
+
+  /** What follows the provider's answer (again, for a retried attempt: each write is idempotent). */
+  async function dialled(callId: string, placed: PlacedCall, context: CallContextData): Promise<PlaceCallResult> {
+    await setProviderCall(deps.pool, callId, placed.provider, placed.providerCallId);
     if (placed.mode !== 'simulated') return placed;
-    await setCallProgress(deps.pool, input.callId, 'in-progress', 'ringing');
+    await setCallProgress(deps.pool, callId, 'in-progress', 'ringing');
     return { ...placed, context };
   }
 
@@ -269,19 +293,27 @@ export function createCallActivities(deps: ActivityDeps) {
         findTeamScript(deps.pool, call.team_id, call.script_id),
       ]);
       const objectives = objectiveNames(script?.definition);
-      const analysis = await analyser.analyse({
-        callId: call.id,
-        status: call.status,
-        endReason: call.end_reason,
-        durationSeconds: call.duration,
-        turns: call.conversation,
-        systemNotes: call.system_notes,
-        objectives,
-        contact: contact ?? {},
-        scriptName: script?.name ?? '',
-        recordingUrl: await recordingUrlOf(call),
-      });
+      // Outside an activity (a test calling it directly) there is no attempt: the analyser's last chance.
+      const activity = activityContext.getStore();
+      const analysis = await analyser.analyse(
+        {
+          callId: call.id,
+          status: call.status,
+          endReason: call.end_reason,
+          durationSeconds: call.duration,
+          turns: call.conversation,
+          systemNotes: call.system_notes,
+          objectives,
+          contact: contact ?? {},
+          scriptName: script?.name ?? '',
+          recordingUrl: await recordingUrlOf(call),
+          structuredData: structuredDataKeys(script?.definition),
+          contactFields: contactFieldsUsed(script?.definition),
+        },
+        { attempt: activity?.info.attempt, signal: activity?.cancellationSignal },
+      );
       await withWebhookEvents(deps, async (tx) => {
+        for (const note of analysis.systemNotes ?? []) await appendNoteToEndedCall(tx, call.id, note);
         const analysed = await saveCallAnalysis(tx, call.id, analysis);
         return { result: undefined, events: analysed ? [callEvent('call.analyzed', analysed)] : [] };
       });

@@ -29,6 +29,23 @@ export async function claimPhoneDial(db: Queryable, callId: string, claimId: str
   return rows[0].fresh ? 'taken' : 'held';
 }
 
+/**
+ * The provider's answer to the dial `claimId` holds for `callId`: `answered` with it once
+ * written (recordPhoneDialAnswer), `unanswered` while it is not, `other` when the call's dial
+ * is not held by that claim.
+ */
+export async function findPhoneDialAnswer(db: Queryable, callId: string, claimId: string): Promise<{ kind: 'answered'; answer: unknown } | { kind: 'unanswered' | 'other' }> {
+  const { rows } = await db.query<{ claim_id: string; answer: unknown }>('SELECT claim_id, answer FROM phone_dial_claims WHERE call_id = $1', [callId]);
+  const row = rows[0];
+  if (!row || row.claim_id !== claimId) return { kind: 'other' };
+  return row.answer === null ? { kind: 'unanswered' } : { kind: 'answered', answer: row.answer };
+}
+
+/** Writes the provider's answer to the dial `claimId` holds (the first answer stays). */
+export async function recordPhoneDialAnswer(db: Queryable, callId: string, claimId: string, answer: unknown): Promise<void> {
+  await db.query('UPDATE phone_dial_claims SET answer = $3 WHERE call_id = $1 AND claim_id = $2 AND answer IS NULL', [callId, claimId, JSON.stringify(answer)]);
+}
+
 export async function findPhoneDialClaim(db: Queryable, callId: string): Promise<PhoneDialClaim | undefined> {
   const { rows } = await db.query<{ call_id: string; claim_id: string; media_task_queue: string; claimed_at: Date }>(
     'SELECT call_id, claim_id, media_task_queue, claimed_at FROM phone_dial_claims WHERE call_id = $1',

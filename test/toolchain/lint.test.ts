@@ -92,3 +92,10 @@ test('only src/api imports koa, and no lower layer imports src/api', async () =>
   const api = await lintIn('src/api', () => "import Router from '@koa/router';\nimport type { Middleware } from 'koa';\nexport const fine: [typeof Router, Middleware?] = [Router];");
   assert.deepEqual(api, [], 'src/api may import koa');
 });
+
+test('the TypeScript client imports nothing of the service; only its generator does', async () => {
+  const client = await lintIn('clients/typescript/generated', (from) => `import { allRoutes } from '${from('src/api/routes.js')}';\nexport const planted = allRoutes;`);
+  assert.deepEqual(client.map((m) => m.split(':')[0]), ['boundaries/no-import-from'], client.join('\n'));
+  const [generator] = await eslint.lintText("import { allRoutes } from '../../src/api/routes.js';\nexport const fine = allRoutes;", { filePath: path.join(PROJECT_ROOT, 'clients/typescript/generate.ts') });
+  assert.deepEqual(generator.messages, [], 'the generator builds the document from the code');
+});

@@ -104,6 +104,36 @@ describe('through the generated client', () => {
     assert.deepEqual(seen, [...made].reverse());
   });
 
+  test('the other cursor-paged lists iterate across pages too: do-not-call, a list’s contacts, webhook deliveries', async () => {
+    const pagingTeam = await createTestTeam(app.pool);
+    const pagingClient = createClient({ baseUrl: app.url, apiKey: pagingTeam.apiKey });
+    const numbers = ['5500', '5501', '5502'].map(calleeNumber);
+    for (const phone of numbers) {
+      const added = await pagingClient.POST('/api/v1/do-not-call', { body: { phone_number: phone, reason: 'asked' } });
+      assert.ok(added.data, JSON.stringify(added.error));
+    }
+    const blocked: string[] = [];
+    for await (const entry of pagingClient.paginate.doNotCall({ limit: 2 })) blocked.push(entry.phone_number);
+    assert.deepEqual(blocked, [...numbers].reverse());
+
+    const list = await pagingClient.POST('/api/v1/lists', { body: { name: 'client paging' } });
+    assert.ok(list.data, JSON.stringify(list.error));
+    const listId = list.data.list_id;
+    const members = ['5600', '5601', '5602'].map((last) => ({ phone_number: calleeNumber(last), first_name: `Member ${last}` }));
+    for (const contact of members) {
+      const added = await pagingClient.POST('/api/v1/lists/{list_id}/contacts', { params: { path: { list_id: listId } }, body: { contact } });
+      assert.ok(added.data, JSON.stringify(added.error));
+    }
+    const names: (string | null)[] = [];
+    for await (const contact of pagingClient.paginate.listContacts(listId, { limit: 2 })) names.push(contact.first_name);
+    assert.deepEqual(names, members.map((m) => m.first_name).reverse());
+
+    // No endpoint, so no delivery: the iterator's request is accepted and it ends at once.
+    const deliveries: string[] = [];
+    for await (const delivery of pagingClient.paginate.webhookDeliveries({ limit: 2 })) deliveries.push(delivery.id);
+    assert.deepEqual(deliveries, []);
+  });
+
   test('a replayed create with the same Idempotency-Key answers the same call', async () => {
     const key = `client-test-${Date.now()}`;
     const body = phoneCall(calleeNumber('5300'), '2099-01-01T12:00:00Z');

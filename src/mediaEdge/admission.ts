@@ -22,6 +22,8 @@ export interface AdmittedCall {
   contactId?: string;
   /** A call token's claim of the call at the service (handed back if the media never comes up). */
   claimId?: string;
+  /** The call's trace, as the service answered (W3C traceparent; absent with tracing off): its events join it. */
+  traceparent?: string;
 }
 
 /** A refused INVITE; `retryAfterSeconds` (a 503 of the edge's caller limits) is sent as Retry-After. */
@@ -101,11 +103,11 @@ export class ServiceCallAdmission implements CallAdmission {
       void this.release(callId, claimId);
       return { reject: 503, reason: 'Service unavailable' };
     }
-    const body = (await res.json().catch(() => ({}))) as { call_id?: unknown; message?: unknown };
+    const body = (await res.json().catch(() => ({}))) as { call_id?: unknown; message?: unknown; traceparent?: unknown };
     const message = typeof body.message === 'string' ? body.message : undefined;
     switch (res.status) {
       case 200:
-        return { callId, credential: 'call_token', claimId };
+        return { callId, credential: 'call_token', claimId, ...traceOf(body) };
       case 404:
         return { reject: 404, reason: message ?? 'Call not found' };
       case 409:
@@ -154,7 +156,7 @@ export class ServiceCallAdmission implements CallAdmission {
       this.options.logger.error({ err }, 'session token redemption failed: service unreachable');
       return { reject: 503, reason: 'Service unavailable' };
     }
-    const body = (await res.json().catch(() => ({}))) as { call_id?: unknown; script_id?: unknown; contact_id?: unknown; message?: unknown };
+    const body = (await res.json().catch(() => ({}))) as { call_id?: unknown; script_id?: unknown; contact_id?: unknown; message?: unknown; traceparent?: unknown };
     const message = typeof body.message === 'string' ? body.message : undefined;
     switch (res.status) {
       case 201:
@@ -167,6 +169,7 @@ export class ServiceCallAdmission implements CallAdmission {
           credential: 'session_token',
           ...(typeof body.script_id === 'string' ? { scriptId: body.script_id } : {}),
           ...(typeof body.contact_id === 'string' ? { contactId: body.contact_id } : {}),
+          ...traceOf(body),
         };
       case 404:
         return { reject: 404, reason: message ?? 'Session token not found' };
@@ -185,4 +188,9 @@ export class ServiceCallAdmission implements CallAdmission {
         return { reject: res.status >= 500 ? 503 : 500, reason: 'Redemption failed' };
     }
   }
+}
+
+/** The call's traceparent from the service's answer, when it sent one. */
+function traceOf(body: { traceparent?: unknown }): { traceparent?: string } {
+  return typeof body.traceparent === 'string' ? { traceparent: body.traceparent } : {};
 }

@@ -7,6 +7,7 @@
 import { context as otelContext, propagation, trace, type Context } from '@opentelemetry/api';
 import type { CallEvent } from '../../workflows/contracts.js';
 import type { Logger } from '../logging/logger.js';
+import { contextOfTraceparent } from '../tracing/traceContext.js';
 
 export interface CallEventReporterOptions {
   /** Base URL of the API, e.g. http://127.0.0.1:3000. */
@@ -24,10 +25,11 @@ const MAX_TRACED_CALLS = 10_000;
 export class CallEventReporter {
   private readonly doFetch: typeof fetch;
   /**
-   * The trace each phone call's requests join: the dial activity's context, taken when it
-   * claims the dial. The later events (ringing from the trunk's responses, answered, ended)
-   * run outside that activity, and fetch is not instrumented: without it each would root a
-   * trace of its own at the API (docs/observability.md, "Traces").
+   * The trace each call's requests join: a phone call's dial activity's context, taken when it
+   * claims the dial; a browser call's, as the service answered its admission (joinTrace). The
+   * events (ringing from the trunk's responses, answered, ended) run outside any span, and
+   * fetch is not instrumented: without it each would root a trace of its own at the API
+   * (docs/observability.md, "Traces").
    */
   private readonly traces = new Map<string, Context>();
 
@@ -85,9 +87,22 @@ export class CallEventReporter {
   /** The call's later requests join the trace active now, when there is one (tracing on, inside an activity). */
   traceCall(callId: string): void {
     const active = otelContext.active();
-    if (!trace.getSpan(active)) return;
+    if (trace.getSpan(active)) this.keepTrace(callId, active);
+  }
+
+  /**
+   * A browser call's requests join the trace the service answered its claim or redemption
+   * with (the create-web-call request's, or the redemption's): nothing on the edge is inside
+   * that trace when the call connects.
+   */
+  joinTrace(callId: string, traceparent: string | undefined): void {
+    const joined = contextOfTraceparent(traceparent);
+    if (joined) this.keepTrace(callId, joined);
+  }
+
+  private keepTrace(callId: string, traced: Context): void {
     if (this.traces.size >= MAX_TRACED_CALLS) this.traces.delete(this.traces.keys().next().value as string);
-    this.traces.set(callId, active);
+    this.traces.set(callId, traced);
   }
 
   /** The call has ended on this edge: its trace is no longer kept. */

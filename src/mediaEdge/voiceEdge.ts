@@ -278,7 +278,11 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
         logger: logger.child({ component: 'inbound-calls' }),
       });
     }
-    server = await startConfiguredMediaEdge(config, logger, onCall);
+    server = await startConfiguredMediaEdge(config, logger, (call) => {
+      // A browser call's events join the trace the service answered its admission with (callEvents.ts).
+      reporter.joinTrace(call.callId, call.traceparent);
+      onCall(call);
+    });
   } catch (err) {
     dialWorker?.shutdown();
     await dialing?.catch(() => undefined);

@@ -26,6 +26,7 @@ import {
   markWorkflowStarted,
   type CallRecord,
 } from '../db/repositories/calls.js';
+import { insertCallTrace } from '../db/repositories/callTraces.js';
 import { findTeamDialingPolicy } from '../db/repositories/dialingPolicies.js';
 import { findContactById, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
@@ -53,6 +54,7 @@ import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
 import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents, withWebhookEvents } from './webhookEvents.js';
 import { callsCreated, countCallEnded } from '../metrics/callMetrics.js';
+import { activeTraceparent } from '../tracing/traceContext.js';
 
 export interface CallServiceDeps {
   pool: Pool;
@@ -171,6 +173,9 @@ export async function scheduleCall(deps: CallServiceDeps, input: ScheduleCallInp
       wakesOnGrant: type !== 'web' && admissionSafetyNetMs(deps) > 0 && (policy?.dialAfter ?? scheduledTime).getTime() > Date.now() + ADMISSION_LEAD_MS,
     });
     if (inserted.created && input.previousCallId) await linkNextAttempt(tx, input.previousCallId, inserted.call.id);
+    // A web call's trace reaches the media edge through its claim or redemption (docs/observability.md, "Traces").
+    const traceparent = inserted.created && type === 'web' ? activeTraceparent() : undefined;
+    if (traceparent) await insertCallTrace(tx, inserted.call.id, traceparent);
     const deliveries = inserted.created ? await recordWebhookEvents(tx, [callEvent('call.scheduled', inserted.call)]) : [];
     return { ...inserted, deliveries };
   });

@@ -5,6 +5,7 @@
  * connected one a conflict. The claim of a call whose media never came up is handed back.
  */
 import type { Pool } from '../db/pool.js';
+import { findCallTraceparent } from '../db/repositories/callTraces.js';
 import { findCallById } from '../db/repositories/calls.js';
 import { claimWebCall, releaseWebCallClaim } from '../db/repositories/webCallClaims.js';
 import { isTerminalStatus } from '../domain/calls.js';
@@ -19,6 +20,8 @@ export interface WebCallClaim {
   teamId: string;
   scriptId: string;
   contactId: string;
+  /** The call's trace (docs/observability.md, "Traces"), when it was created with tracing on. */
+  traceparent?: string;
 }
 
 /** Claims the web call for `claimId`: not found (no such web call), gone (terminal), conflict (claimed or connected). */
@@ -30,7 +33,8 @@ export async function claimWebCallMedia(deps: { pool: Pool }, callId: string, cl
     if (isTerminalStatus(call.status)) throw gone(webCallEnded(call.status));
     throw conflict(WEB_CALL_ALREADY_CONNECTED, { status: call.status });
   }
-  return { callId: call.id, teamId: call.team_id, scriptId: call.script_id, contactId: call.contact_id };
+  const traceparent = await findCallTraceparent(deps.pool, call.id);
+  return { callId: call.id, teamId: call.team_id, scriptId: call.script_id, contactId: call.contact_id, ...(traceparent ? { traceparent } : {}) };
 }
 
 /** Hands `claimId`'s claim back (its media never came up); whether it held one. */

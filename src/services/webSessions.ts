@@ -13,6 +13,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { webCallingConfigured, type Config } from '../config/index.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { releaseSlot, transferSessionSlotToCall, tryAcquireSessionSlot } from '../db/repositories/concurrencySlots.js';
+import { findCallTraceparent } from '../db/repositories/callTraces.js';
 import { findContactById, getOrCreateSharedWebContact } from '../db/repositories/contacts.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
@@ -263,7 +264,7 @@ function failureType(err: unknown): string | undefined {
  * The session workflow's Update decides; the row only answers early for sessions already
  * settled.
  */
-export async function redeemWebSession(deps: WebSessionServiceDeps, token: string): Promise<WebSessionRedemption> {
+export async function redeemWebSession(deps: WebSessionServiceDeps, token: string): Promise<WebSessionRedemption & { traceparent?: string }> {
   const session = await findWebSessionByTokenHash(deps.pool, hashSessionToken(token));
   if (!session) throw notFound(SESSION_TOKEN_NOT_FOUND);
   const settled = (status: string) => {
@@ -273,8 +274,9 @@ export async function redeemWebSession(deps: WebSessionServiceDeps, token: strin
   };
   const early = settled(session.status);
   if (early) throw early;
+  let redemption: WebSessionRedemption;
   try {
-    return await deps.temporal.workflow.getHandle(webSessionWorkflowId(session.id)).executeUpdate(redeemWebSessionUpdate);
+    redemption = await deps.temporal.workflow.getHandle(webSessionWorkflowId(session.id)).executeUpdate(redeemWebSessionUpdate);
   } catch (err) {
     const type = failureType(err);
     if (type === WEB_SESSION_ALREADY_USED) throw conflict(SESSION_TOKEN_USED);
@@ -284,6 +286,9 @@ export async function redeemWebSession(deps: WebSessionServiceDeps, token: strin
     const now = await findWebSessionById(deps.pool, session.id);
     throw settled(now?.status ?? '') ?? err;
   }
+  // The call's trace, for the media edge's requests about it (docs/observability.md, "Traces").
+  const traceparent = await findCallTraceparent(deps.pool, redemption.callId);
+  return traceparent ? { ...redemption, traceparent } : redemption;
 }
 
 export interface CreateWebCallInput extends ChoiceInput {

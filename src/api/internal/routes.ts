@@ -48,7 +48,10 @@ export const internalRoutes = [
     },
     handler: async ({ body }, deps) => {
       const redemption = await redeemWebSession(deps, body.session_token);
-      return { status: 201, body: { success: true, call_id: redemption.callId, script_id: redemption.scriptId, contact_id: redemption.contactId } };
+      return {
+        status: 201,
+        body: { success: true, call_id: redemption.callId, script_id: redemption.scriptId, contact_id: redemption.contactId, traceparent: redemption.traceparent },
+      };
     },
   }),
 
@@ -72,7 +75,7 @@ export const internalRoutes = [
     },
     handler: async ({ params, body }, deps) => {
       const claim = await claimWebCallMedia(deps, callIdFrom(params), body.claim_id.toLowerCase());
-      return { body: { success: true, call_id: claim.callId, team_id: claim.teamId, script_id: claim.scriptId, contact_id: claim.contactId } };
+      return { body: { success: true, call_id: claim.callId, team_id: claim.teamId, script_id: claim.scriptId, contact_id: claim.contactId, traceparent: claim.traceparent } };
     },
   }),
 

@@ -11,8 +11,15 @@ export const redeemWebSessionBody = z
   })
   .openapi('RedeemWebSessionRequest');
 
+/** The call's trace for the edge's requests about it (docs/observability.md, "Traces"). */
+const callTraceparent = z
+  .string()
+  .regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+  .optional()
+  .openapi({ description: 'W3C traceparent of the call’s trace, when it was created with tracing on: the media edge sends it with the call’s events', example: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+
 export const redeemWebSessionResponse = z
-  .object({ success: z.literal(true), call_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid() })
+  .object({ success: z.literal(true), call_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid(), traceparent: callTraceparent })
   .openapi('RedeemWebSessionResponse');
 
 export const webCallIdParams = z.object({ call_id: z.string().openapi({ description: 'The web call id (UUID), the INVITE’s X-Call-Id' }) });
@@ -27,7 +34,7 @@ export const webCallClaimBody = z
   .openapi('WebCallClaimRequest');
 
 export const webCallClaimResponse = z
-  .object({ success: z.literal(true), call_id: z.string().uuid(), team_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid() })
+  .object({ success: z.literal(true), call_id: z.string().uuid(), team_id: z.string().uuid(), script_id: z.string().uuid(), contact_id: z.string().uuid(), traceparent: callTraceparent })
   .openapi('WebCallClaimResponse');
 
 export const webCallReleaseResponse = z

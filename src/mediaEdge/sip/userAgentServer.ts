@@ -54,6 +54,8 @@ export interface EstablishedCall {
   /** The web call's id in the service. */
   callId: string;
   credential: AdmittedCall['credential'];
+  /** The call's trace, as the service answered its admission (absent with tracing off). */
+  traceparent?: string;
   /** The SIP dialog's Call-ID. */
   sipCallId: string;
   /** 20 ms frames of 16 kHz PCM both ways. */
@@ -375,6 +377,7 @@ export class SipUserAgentServer {
       this.options.onCall({
         callId: dialog.admitted.callId,
         credential: dialog.admitted.credential,
+        ...(dialog.admitted.traceparent ? { traceparent: dialog.admitted.traceparent } : {}),
         sipCallId: dialog.sipCallId,
         channel: dialog.media.channel,
         codec: dialog.media.codec,

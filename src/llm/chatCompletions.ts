@@ -391,7 +391,7 @@ class StreamedAnswer {
 /** From config (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL, LLM_TIMEOUT_SECONDS): undefined when no model is configured. */
 export function chatCompletionsClientFromConfig(
   config: Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LLM_TIMEOUT_SECONDS'>,
-  options: Pick<ChatCompletionsClientOptions, 'firstTokenTimeoutMs'> = {},
+  options: Pick<ChatCompletionsClientOptions, 'firstTokenTimeoutMs' | 'timeoutMs'> = {},
 ): ChatCompletionsClient | undefined {
   if (!llmConfigured(config)) return undefined;
   return new ChatCompletionsClient({

@@ -363,6 +363,8 @@ export interface CallAnalysis {
   structured_data: Record<string, unknown>;
   objectives: { objective: string; met: boolean }[];
   recording_url: string | null;
+  /** Notes the analysis adds (each kind once per call): an LLM analyser's, saying what it did. */
+  systemNotes?: SystemNote[];
 }
 
 /** Writes the post-call analysis of a terminal call (same values again on a retry); the row afterwards, undefined when the call is not terminal. */

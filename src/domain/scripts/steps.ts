@@ -202,6 +202,19 @@ export function objectiveNames(definition: unknown): string[] {
     .filter((o): o is string => typeof o === 'string' && o.length > 0);
 }
 
+/** The structured_data a stored script declares: output key → variable name. */
+export function structuredDataKeys(definition: unknown): Record<string, string> {
+  const declared = (definition as { structured_data?: unknown } | null | undefined)?.structured_data;
+  if (typeof declared !== 'object' || declared === null || Array.isArray(declared)) return {};
+  return Object.fromEntries(Object.entries(declared).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
+/** The contact fields a stored script's templates use (`{{contact.first_name}}` → first_name), sorted. */
+export function contactFieldsUsed(definition: unknown): string[] {
+  const text = JSON.stringify(definition ?? null);
+  return [...new Set([...text.matchAll(/\bcontact\.([A-Za-z0-9_]+)/g)].map((m) => m[1]))].sort();
+}
+
 /** What a script run decided, as its closing `script_result` System Note carries it. */
 export interface ScriptResultData {
   completed: boolean;

@@ -21,6 +21,7 @@ import {
 import type { ConversationTurn, SystemNote } from '../src/domain/calls.js';
 import { CALL_MEDIA_LOST, CALLER_HUNG_UP, type AnswerHint, type EdgeSystemNotes, type MediaEdgeActivities } from './contracts.js';
 import type { MediaEdgeTransferActivities } from './transferContracts.js';
+import type { MediaEdgeConverseActivities } from './converseContracts.js';
 import { MAX_CALL_MS, waitForEnd, type CallContext, type ConversationOutcome } from './conversation.js';
 import { runScript, type ScriptVoice, type VoiceQuestion } from './scriptRunner.js';
 
@@ -65,6 +66,22 @@ function transferActivities(taskQueue: string) {
 }
 
 /**
+ * A converse step's model turn (docs/agents.md): it speaks, so like every line it is never
+ * retried; a worker restart meanwhile does not repeat it (the edge goes on and the result
+ * lands in the history), and the edge's loss is the call's. Its bound covers the model's
+ * answer, the words said and the caller's answer.
+ */
+function converseActivities(taskQueue: string) {
+  return proxyActivities<MediaEdgeConverseActivities>({
+    taskQueue,
+    scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
+    startToCloseTimeout: '3 minutes',
+    heartbeatTimeout: EDGE_HEARTBEAT_TIMEOUT,
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/**
  * Whether an edge activity that failed had begun on the call: the caller's hang-up or the
  * media's loss reached it mid-line (the edge says so in the failure's details), or the
  * call's end cancelled it in flight. Its line was heard, at least in part.
@@ -89,6 +106,7 @@ export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
 function edgeVoice(
   edge: ReturnType<typeof edgeActivities>,
   transfers: ReturnType<typeof transferActivities>,
+  converse: ReturnType<typeof converseActivities>,
   /** The team's number, the caller ID a transfer shows the person. */
   teamNumber: string | null,
   callId: string,
@@ -123,6 +141,11 @@ function edgeVoice(
     async transfer(request) {
       // The announcement is said to the person, not the caller: no caller line to keep if the call ends.
       return transfers.transferCaller({ callId, ...request, ...(teamNumber ? { from: teamNumber } : {}) });
+    },
+    async converse(turn) {
+      const answer = await converse.converseTurn({ callId, ...turn, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+      if (answer.systemNotes?.length) edgeNotes(answer.systemNotes);
+      return answer;
     },
   };
 }
@@ -200,6 +223,7 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
         voice: edgeVoice(
           edge,
           transferActivities(taskQueue),
+          converseActivities(taskQueue),
           // A browser-only call has no number: the team's (loaded with the context) shows instead of anonymous.
           context.callerNumber ?? (type === 'inbound' ? to_number : from_number),
           ctx.input.callId,

@@ -34,6 +34,8 @@ import { getVariable, renderValue, setVariable, type Scope } from '../src/domain
 import { simulatedTransferAnswer } from '../src/domain/scripts/transfer.js';
 import type { TransferCallerResult, TransferMode } from './transferContracts.js';
 import { addCalleeToDoNotCall } from './dialingPolicy.js';
+import { modelBudget, runConverseStep, type ConverseTurn } from './converseStep.js';
+import { MODEL_LIMIT_DEFAULTS } from '../src/domain/scripts/modelUsage.js';
 
 const { scriptRuntimeSettings, simulateCalleeAnswer } = proxyActivities<ScriptActivities>({
   startToCloseTimeout: '10 seconds',
@@ -83,6 +85,8 @@ export interface ScriptVoice {
   ask(question: VoiceQuestion): Promise<{ text: string | null; reprompts: string[]; keyed?: boolean }>;
   /** Hands the caller to a person (a transfer step); absent: the call cannot be transferred (the step fails). */
   transfer?(request: VoiceTransfer): Promise<TransferCallerResult>;
+  /** One model turn of a converse step (docs/agents.md); absent: the call cannot hold a model conversation (the step fails). */
+  converse?: ConverseTurn;
 }
 
 /** Where the runtime writes what happens, and how it speaks; the call workflow's seam provides it. */
@@ -138,8 +142,8 @@ export function simulatedVoice(callId: string, planned?: { answers: Record<strin
 export interface ScriptRunResult {
   /** True when the script reached an end step (or ran past its last step). */
   completed: boolean;
-  /** Why it did not complete: an invalid script, or the step limit. */
-  error?: 'invalid_script' | 'step_limit';
+  /** Why it did not complete: an invalid script, the step limit, or a converse step's model that failed with no on_error. */
+  error?: 'invalid_script' | 'step_limit' | 'model_error';
   lastStepId?: string;
   stepsRun: number;
   objectives: ObjectiveResult[];
@@ -176,6 +180,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
   let authCheck: AuthCheckVariables | undefined;
   let transferred: ScriptRunResult['transferred'];
   let stepsRun = 0;
+  const budget = modelBudget(script.model_limits, MODEL_LIMIT_DEFAULTS);
 
   while (current) {
     if (stepsRun >= MAX_SCRIPT_STEPS) {
@@ -303,6 +308,28 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         outcome = { do_not_call: added };
         break;
       }
+      case 'converse': {
+        // Each turn's lines are written as the turn ends (a conversation can be long), not with the step.
+        const run = await runConverseStep(
+          step,
+          scope,
+          voice.converse,
+          budget,
+          async (said) => {
+            transcript.push(...said);
+            await host.appendTurns(said.map(plainTurn));
+          },
+          (ended) => host.appendSystemNotes(ended),
+        );
+        notes.push(...run.notes);
+        if (run.next !== undefined) next = run.next;
+        outcome = run.outcome;
+        if (run.failed) {
+          error = 'model_error';
+          next = undefined;
+        }
+        break;
+      }
       case 'transfer': {
         const announcement = step.announcement ? renderSpeech(step.announcement, scope) : undefined;
         // What the call shows so far is written before a transfer that may last as long as the call.
@@ -348,7 +375,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         break;
       }
     }
-    if (next === undefined) completed = true;
+    if (next === undefined && !error) completed = true;
 
     transcript.push(...turns);
     if (turns.length) await host.appendTurns(turns.map(plainTurn));

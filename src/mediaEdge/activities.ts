@@ -16,6 +16,8 @@ import {
   type SpeakToCallerResult,
 } from '../../workflows/contracts.js';
 import type { MediaEdgeTransferActivities, TransferCallerInput, TransferCallerResult } from '../../workflows/transferContracts.js';
+import type { ConverseTurnInput, ConverseTurnResult, MediaEdgeConverseActivities } from '../../workflows/converseContracts.js';
+import { runConverseTurn, type ConverseTurnDeps } from './conversation/converseTurn.js';
 import type { Logger } from '../logging/logger.js';
 import { CallerLeftError, type CallTransfers } from './callTransfer.js';
 import type { LiveCall, LiveCalls } from './liveCalls.js';
@@ -73,7 +75,13 @@ async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: L
   }
 }
 
-export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logger; transfers?: CallTransfers }): MediaEdgeActivities & MediaEdgeTransferActivities {
+export function createMediaEdgeActivities(deps: {
+  calls: LiveCalls;
+  logger: Logger;
+  transfers?: CallTransfers;
+  /** The model client and the arguments' check of converse steps (absent: every model turn fails not_configured). */
+  converse?: ConverseTurnDeps;
+}): MediaEdgeActivities & MediaEdgeTransferActivities & MediaEdgeConverseActivities {
   return {
     /** Plays an agent line; the caller may barge in. */
     async speakToCaller(input: SpeakToCallerInput): Promise<SpeakToCallerResult> {
@@ -86,6 +94,25 @@ export function createMediaEdgeActivities(deps: { calls: LiveCalls; logger: Logg
         const heard = await call.conversation.ask(input.prompt, input.hint, { noSpeechTimeoutMs: input.noSpeechTimeoutMs, signal });
         deps.logger.debug({ callId: input.callId, stepId: input.stepId, kind: heard.kind }, 'caller answered');
         return heard;
+      });
+    },
+
+    /**
+     * One model turn of a converse step (conversation/converseTurn.ts): the answer streamed and
+     * spoken sentence by sentence, then the caller's answer heard. Never retried (it speaks).
+     */
+    async converseTurn(input: ConverseTurnInput): Promise<ConverseTurnResult> {
+      return withCallMedia(deps.calls, input.callId, async (call, signal) => {
+        const { speakSentences, listen } = call.conversation;
+        if (!speakSentences || !listen) throw ApplicationFailure.create({ message: `Call ${input.callId} cannot hold a model conversation on this edge`, type: CALL_MEDIA_LOST, nonRetryable: true, details: [{ started: false }] });
+        const result = await runConverseTurn(
+          deps.converse ?? { llm: undefined, checkArguments: () => undefined },
+          { speakSentences: (source, opts) => speakSentences.call(call.conversation, source, opts), listen: (opts) => listen.call(call.conversation, opts) },
+          input,
+          signal,
+        );
+        deps.logger.debug({ callId: input.callId, stepId: input.stepId, turn: input.turn, outcome: result.outcome, usage: result.usage, timings: result.timings }, 'converse turn');
+        return result;
       });
     },
 

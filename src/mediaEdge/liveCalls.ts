@@ -2,7 +2,8 @@
  * The calls whose media this edge instance holds right now. Activities find their call
  * here by id; a call that is not here (the edge restarted, the call ended) has no media.
  */
-import type { AnswerHint, AskCallerResult, SpeakToCallerResult } from '../../workflows/contracts.js';
+import type { AnswerHint, AskCallerResult, EdgeSystemNotes, SpeakToCallerResult } from '../../workflows/contracts.js';
+import type { SentenceSource, SpokenSentences } from './conversation/engine.js';
 import type { ChannelCloseReason, MediaChannel } from './media/channel.js';
 import type { SipDialog } from './sip/trunk/sipTrunkAgent.js';
 import { liveCallSets } from '../metrics/edgeMetrics.js';
@@ -13,6 +14,8 @@ export interface CallConversation {
   ask(prompt: string, hint: AnswerHint, opts: { noSpeechTimeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult>;
   /** The caller's next utterance, without a prompt (a bridged transfer transcribes the caller with it). */
   listen?(opts: { timeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult & { speechEndedAt?: number }>;
+  /** Speaks sentences as they are written (a converse step's model answer); absent: the call cannot converse. */
+  speakSentences?(source: SentenceSource, opts: { signal: AbortSignal }): Promise<SpokenSentences & EdgeSystemNotes>;
 }
 
 export interface LiveCall {

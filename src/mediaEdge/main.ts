@@ -12,6 +12,7 @@ import { loadMediaEdgeConfig } from './server.js';
 import { createEndpointing } from './audio/endpointingConfig.js';
 import { createSpeechEngines, SpeechConfigError } from './speech/speechEngines.js';
 import { startVoiceEdge } from './voiceEdge.js';
+import { chatCompletionsClientFromConfig } from '../llm/chatCompletions.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
     temporalAddress: temporalAddress(config),
     temporalNamespace: config.TEMPORAL_NAMESPACE,
     instanceId: process.env.MEDIA_EDGE_INSTANCE_ID || undefined,
+    llm: chatCompletionsClientFromConfig(config),
   });
   process.stdout.write(`Media edge   ${edge.url} (task queue ${edge.taskQueue})\n`);
   const metrics = await servePartMetrics('mediaEdge', config, logger);

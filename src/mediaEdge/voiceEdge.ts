@@ -37,6 +37,14 @@ import { parseTrunkSettings, type TrunkSettings } from './sip/trunk/trunkSetting
 import { failoverNote } from './speech/fallbackEngines.js';
 import type { SpeechRecognizer, SpeechSynthesizer } from './speech/interfaces.js';
 import type { SpeechEngines } from './speech/speechEngines.js';
+import type { ChatCompletionsClient } from '../llm/chatCompletions.js';
+import { checkJson } from '../llm/jsonSchema.js';
+
+/** A converse tool call's arguments against the tool's parameters (checked as a schema when the script was created). */
+function checkToolArguments(schema: Record<string, unknown>, value: unknown): string | undefined {
+  const checked = checkJson(schema, value);
+  return checked.ok ? undefined : checked.message;
+}
 
 export interface VoiceEdgeOptions {
   config: MediaEdgeConfig;
@@ -65,6 +73,8 @@ export interface VoiceEdgeOptions {
   rtpClock?: FrameClock;
   /** How long close() waits for the calls' ends and recordings to be reported (default 25 s, callEndings.ts). */
   closeWaitMs?: number;
+  /** The language model of converse steps (docs/agents.md); absent: their model turns fail not_configured (on_error). */
+  llm?: ChatCompletionsClient;
 }
 
 export interface VoiceEdge {
@@ -124,6 +134,7 @@ export function conversationOf(engine: ConversationEngine, takeNotes: () => Syst
   };
   return {
     speak: (text, opts) => engine.speak(text, opts).then(({ interrupted, playedMs }) => withNotes({ interrupted, playedMs })),
+    speakSentences: (source, opts) => engine.speakSentences(source, opts).then(withNotes),
     async ask(prompt, hint, opts): Promise<AskCallerResult> {
       const heard = await engine.ask(prompt, hint, opts);
       if (heard.kind !== 'utterance' || heard.text.trim() === '') return withNotes({ kind: 'silence' as const });
@@ -232,7 +243,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       namespace: options.temporalNamespace,
       taskQueue,
       activities: {
-        ...createMediaEdgeActivities({ calls, logger, transfers }),
+        ...createMediaEdgeActivities({ calls, logger, transfers, converse: { llm: options.llm, checkArguments: checkToolArguments } }),
         // cancel-call while this edge screens a dial's answer (phoneDialer.ts); without a trunk, a plain hang-up.
         hangUpScreenedCall: async ({ callId }: { callId: string }) => (phoneDialer ? phoneDialer.hangUpScreenedCall(callId) : calls.get(callId)?.hangUp()),
       },

@@ -3,6 +3,7 @@
  * the list answer, and what call.* event webhooks carry as `data.call`.
  */
 import type { CallRecord } from '../db/repositories/calls.js';
+import { modelUsageFromNotes } from '../domain/scripts/modelUsage.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -53,6 +54,8 @@ export function callResultView(c: CallRecord) {
     rating: c.rating ?? null,
     post_call_actions: c.post_call_actions ?? [],
     system_notes: c.system_notes ?? [],
+    // The converse steps' language-model use (docs/agents.md, "Usage"); null when no model turn ran.
+    usage: modelUsageFromNotes(c.system_notes),
     original_call_id: c.original_call_id,
     attempt: c.attempt,
     next_attempt_call_id: c.next_attempt_call_id,

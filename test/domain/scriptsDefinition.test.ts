@@ -7,6 +7,13 @@ import { DEMO_SCRIPT } from '../../src/domain/scripts/demoScript.js';
 
 const minimal = (steps: unknown[], extra: Record<string, unknown> = {}) => ({ name: 'Test', steps, ...extra });
 const say = { id: 'hello', type: 'say' as const, text: 'Hi {{contact.first_name}}' };
+/** A converse step with one tool (fields of the tool overridden), going on at the say step. */
+const converse = (tool: Record<string, unknown> = {}) => ({
+  id: 'c',
+  type: 'converse' as const,
+  instructions: 'Book an appointment for {{contact.first_name}}.',
+  tools: [{ name: 'book', description: 'Books it.', parameters: { type: 'object', properties: { day: { type: 'string' } }, required: ['day'] }, next: 'c', ...tool }],
+});
 
 function rejects(input: unknown, pattern: RegExp) {
   const r = parseScriptDefinition(input);
@@ -77,6 +84,17 @@ describe('script format: accepted', () => {
     }
   });
 
+  it('a converse step gets max_turns 10 and no tools by default; model_limits are optional caps', () => {
+    const parsed = parseScriptDefinition(minimal([converse(), say], { model_limits: { tokens_per_call: 5000 } }));
+    assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
+    const step = parsed.script.steps[0];
+    assert.equal(step.type, 'converse');
+    assert.equal(step.type === 'converse' && step.max_turns, 10);
+    assert.deepEqual(parsed.script.model_limits, { tokens_per_call: 5000 });
+    const bare = parseScriptDefinition(minimal([{ id: 'c', type: 'converse', instructions: 'Chat.' }]));
+    assert.ok(bare.ok && bare.script.steps[0].type === 'converse' && bare.script.steps[0].tools.length === 0);
+  });
+
   it('an ask step may say which input answers it: keys, speech or both', () => {
     for (const input of ['dtmf', 'speech', 'both'] as const) {
       const r = parseScriptDefinition(minimal([{ id: 'a', type: 'ask', question: 'Your PIN?', variable: 'answers.pin', expect: 'digits', input }]));
@@ -144,6 +162,17 @@ describe('script format: rejected with the step and field named', () => {
     ['a transfer whose on_failure names no step', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', on_failure: 'nobody' }]), /^steps\[0\] \(id "x"\)\.on_failure: no step has id nobody/],
     ['a transfer with an empty announcement', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', announcement: '' }]), /^steps\[0\] \(id "x"\)\.announcement: announcement must not be empty/],
     ['a transfer with an unknown field', minimal([{ id: 'x', type: 'transfer', to: '+14155552671', timeout: 5 }]), /^steps\[0\] \(id "x"\): Unrecognized key: "timeout"/],
+    ['a converse step without instructions', minimal([{ id: 'c', type: 'converse' }]), /^steps\[0\] \(id "c"\)\.instructions: instructions must be a string/],
+    ['a converse tool with an invalid JSON Schema', minimal([converse({ parameters: { type: 'object', properties: { day: { type: 'weekday' } } } })]), /^steps\[0\] \(id "c"\)\.tools\[0\]\.parameters: parameters is not a valid JSON Schema/],
+    ['a converse tool whose parameters are not an object schema', minimal([converse({ parameters: { type: 'string' } })]), /^steps\[0\] \(id "c"\)\.tools\[0\]\.parameters: parameters\.type must be "object"/],
+    ['a converse tool whose next names no step', minimal([converse({ next: 'nowhere' })]), /^steps\[0\] \(id "c"\)\.tools\[0\]\.next: no step has id nowhere/],
+    ['a converse tool with a name the model cannot call', minimal([converse({ name: 'book appointment' })]), /^steps\[0\] \(id "c"\)\.tools\[0\]\.name: name must be 1 to 64 letters/],
+    ['a converse tool writing a read-only variable', minimal([converse({ variable: 'contact.booking' })]), /^steps\[0\] \(id "c"\)\.tools\[0\]\.variable: cannot write contact\.booking/],
+    ['two converse tools of one name', minimal([{ ...converse(), tools: [converse().tools[0], converse().tools[0]] }]), /^steps\[0\] \(id "c"\)\.tools\[1\]\.name: duplicate tool name book/],
+    ['a converse on_error naming no step', minimal([{ ...converse(), on_error: 'gone' }]), /^steps\[0\] \(id "c"\)\.on_error: no step has id gone/],
+    ['a converse on_max_turns naming no step', minimal([{ ...converse(), on_max_turns: 'gone' }]), /^steps\[0\] \(id "c"\)\.on_max_turns: no step has id gone/],
+    ['a converse max_turns of 0', minimal([{ ...converse(), max_turns: 0 }]), /^steps\[0\] \(id "c"\)\.max_turns: max_turns must be a whole number from 1 to 50/],
+    ['model_limits with an unknown cap', minimal([say], { model_limits: { dollars_per_call: 1 } }), /^model_limits: Unrecognized key: "dollars_per_call"/],
   ];
   for (const [name, input, pattern] of rows) it(`rejects ${name}`, () => rejects(input, pattern));
 });

@@ -153,6 +153,15 @@ export const callResult = z
     rating: z.unknown().nullable(),
     post_call_actions: z.array(z.unknown()),
     system_notes: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Notes written by script tools (Auth Check) during the call.' }),
+    usage: z
+      .object({
+        model_turns: z.number().int(),
+        prompt_tokens: z.number().int(),
+        completion_tokens: z.number().int(),
+        total_tokens: z.number().int(),
+      })
+      .nullable()
+      .openapi({ description: 'The language model’s use by the script’s converse steps (docs/agents.md): turns and tokens as the model service counted them; null when no model turn ran.' }),
     original_call_id: z.string().nullable().openapi({ description: 'The first call of the chain this call retries, null for a first call.' }),
     attempt: z.number().int().openapi({ description: '1 for the first call of a chain.' }),
     next_attempt_call_id: z.string().nullable().openapi({ description: 'The retry this call’s end scheduled, or null.' }),

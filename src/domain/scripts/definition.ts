@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { AUTH_CHECK_NAMESPACE, AUTH_CHECK_TOOL } from '../authCheck/index.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from '../jsonNesting.js';
 import { VARIABLE_NAME_RE, namespaceOf } from './templates.js';
+import { jsonSchemaProblem } from '../../llm/jsonSchema.js';
 
 /** Namespaces scripts read but never write: the tool's own, and the data the runtime provides. */
 export const READ_ONLY_NAMESPACES: Record<string, string> = {
@@ -172,10 +173,78 @@ export const transferStepSchema = z.strictObject({
 });
 export type TransferStep = z.infer<typeof transferStepSchema>;
 
+/** A tool's name as the model calls it (the chat-completions function name rules). */
+const TOOL_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * A tool the model may call in a converse step: its arguments are checked against `parameters`
+ * (a JSON Schema whose type is object), stored under steps.<id>.tool and `variable`, and the
+ * script goes on at `next`.
+ */
+export const converseToolSchema = z.strictObject({
+  name: z.string({ message: 'name must be a string' }).regex(TOOL_NAME_RE, 'name must be 1 to 64 letters, digits, "_" or "-"'),
+  description: text('description'),
+  parameters: z
+    .record(z.string(), z.unknown(), { message: 'parameters must be a JSON Schema object' })
+    .superRefine((schema, ctx) => {
+      if (schema.type !== 'object') ctx.addIssue({ code: 'custom', message: 'parameters.type must be "object" (a tool takes named arguments)' });
+      const problem = jsonSchemaProblem(schema);
+      if (problem) ctx.addIssue({ code: 'custom', message: `parameters ${problem}` });
+    }),
+  /** Where the script goes on once the model called the tool with valid arguments. */
+  next: stepId,
+  /** Also stores the arguments here (steps.<id>.tool always holds { name, arguments }). */
+  variable: writableVariable.optional(),
+});
+export type ConverseTool = z.infer<typeof converseToolSchema>;
+
+/** A converse step's default and largest number of model turns. */
+export const CONVERSE_DEFAULT_MAX_TURNS = 10;
+export const CONVERSE_MAX_TURNS = 50;
+
+/**
+ * A language model holds the conversation (docs/agents.md): `instructions` is its system prompt
+ * (a template over contact.*, objects.*, call.* and earlier answers); `first_line`, when set,
+ * is said first as written. It ends when the model calls one of `tools` (the script goes on at
+ * the tool's next), after `max_turns` model turns (on_max_turns, else next), or when the model
+ * service fails (on_error, else the call ends with a System Note).
+ */
+export const converseStepSchema = z.strictObject({
+  ...base,
+  type: z.literal('converse'),
+  instructions: z.string({ message: 'instructions must be a string' }).min(1, 'instructions must not be empty').max(16000),
+  first_line: text('first_line').optional(),
+  max_turns: z
+    .number({ message: `max_turns must be a whole number from 1 to ${CONVERSE_MAX_TURNS}` })
+    .int(`max_turns must be a whole number from 1 to ${CONVERSE_MAX_TURNS}`)
+    .min(1, `max_turns must be a whole number from 1 to ${CONVERSE_MAX_TURNS}`)
+    .max(CONVERSE_MAX_TURNS, `max_turns must be a whole number from 1 to ${CONVERSE_MAX_TURNS}`)
+    .default(CONVERSE_DEFAULT_MAX_TURNS),
+  tools: z
+    .array(converseToolSchema, { message: 'tools must be an array of { name, description, parameters, next }' })
+    .max(20)
+    .default([])
+    .superRefine((tools, ctx) => {
+      const names = new Set<string>();
+      tools.forEach((tool, i) => {
+        if (names.has(tool.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate tool name ${tool.name}` });
+        names.add(tool.name);
+      });
+    }),
+  on_max_turns: stepId.optional(),
+  on_error: stepId.optional(),
+});
+export type ConverseStep = z.infer<typeof converseStepSchema>;
+
+/** The caps of a call's model use (docs/agents.md, "Caps"), over every converse step of the call; defaults: modelUsage.ts. */
+export const modelLimitsSchema = z.strictObject({
+  turns_per_call: z.number({ message: 'turns_per_call must be a whole number from 1 to 500' }).int().min(1).max(500).optional(),
+  tokens_per_call: z.number({ message: 'tokens_per_call must be a whole number from 100 to 1000000' }).int().min(100).max(1_000_000).optional(),
+});
+
 export const scriptStepSchema = z.discriminatedUnion(
   'type',
-  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema, doNotCallStepSchema, transferStepSchema],
-  { message: 'type must be one of say, ask, webhook, tool, branch, set, end, do_not_call, transfer' },
+  [sayStepSchema, askStepSchema, webhookStepSchema, toolStepSchema, branchStepSchema, setStepSchema, endStepSchema, doNotCallStepSchema, transferStepSchema, converseStepSchema],
+  { message: 'type must be one of say, ask, webhook, tool, branch, set, end, do_not_call, transfer, converse' },
 );
 export type ScriptStep = z.infer<typeof scriptStepSchema>;
 export type AskStep = z.infer<typeof askStepSchema>;
@@ -209,6 +278,12 @@ export const scriptDefinitionSchema = z
      * script's first line is said at the answer, and a machine gets the script like a person.
      */
     voicemail_detection: z.boolean({ message: 'voicemail_detection must be true or false' }).optional(),
+    /**
+     * Caps on the language model's use per call, over all converse steps (docs/agents.md, "Caps"):
+     * turns_per_call (default 40) and tokens_per_call (default 60,000). Past a cap, a converse step
+     * goes on at on_max_turns as if its own max_turns had been reached.
+     */
+    model_limits: modelLimitsSchema.optional(),
     steps: z.array(scriptStepSchema).min(1, 'a script needs at least one step').max(500),
   })
   .superRefine((script, ctx) => {
@@ -224,6 +299,11 @@ export const scriptDefinitionSchema = z
       if (step.type !== 'end') target(step.next, ['steps', i, 'next']);
       if (step.type === 'webhook') target(step.on_error, ['steps', i, 'on_error']);
       if (step.type === 'transfer') target(step.on_failure, ['steps', i, 'on_failure']);
+      if (step.type === 'converse') {
+        target(step.on_max_turns, ['steps', i, 'on_max_turns']);
+        target(step.on_error, ['steps', i, 'on_error']);
+        step.tools.forEach((tool, j) => target(tool.next, ['steps', i, 'tools', j, 'next']));
+      }
       if (step.type === 'branch') {
         target(step.default, ['steps', i, 'default']);
         step.cases.forEach((c, j) => {

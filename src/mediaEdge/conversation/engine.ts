@@ -77,6 +77,39 @@ export interface ConversationEngineOptions {
   digitTimeoutMs?: number;
 }
 
+/** Sentences as they are written: the next one, or undefined once there are no more. */
+export interface SentenceSource {
+  next(): Promise<string | undefined>;
+}
+
+export interface SpokenSentences extends SpeakResult {
+  /** What the caller heard (docs/agents.md, "Barge-in"). */
+  said: string;
+}
+
+/**
+ * The words heard of sentences whose frames went out in order: every sentence whose frames all
+ * played, and of the one a barge-in cut, its words in the share of its frames that played.
+ */
+export function saidOf(spans: ReadonlyArray<{ text: string; frames: number }>, playedFrames: number): string {
+  const heard: string[] = [];
+  let before = 0;
+  for (const span of spans) {
+    const played = Math.min(span.frames, playedFrames - before);
+    before += span.frames;
+    if (played <= 0) break;
+    if (played >= span.frames) {
+      heard.push(span.text);
+      continue;
+    }
+    const words = span.text.split(/\s+/);
+    const kept = Math.floor((words.length * played) / span.frames);
+    if (kept > 0) heard.push(words.slice(0, kept).join(' '));
+    break;
+  }
+  return heard.join(' ');
+}
+
 /** The call's media is gone: the channel closed while the engine spoke or listened. */
 export class ChannelClosedError extends Error {
   constructor(readonly reason: ChannelCloseReason) {
@@ -190,6 +223,69 @@ export class ConversationEngine {
       unsubscribeOutbound();
       unsubscribeSpeech();
       unsubscribeDigit();
+      unsubscribeClose();
+    }
+  }
+
+  /**
+   * Speaks sentences as they come (a model's answer, streamed: docs/agents.md), each handed to
+   * the synthesiser as soon as `source` gives it, so the first plays while later ones are still
+   * being written. The caller's speech stops it (barge-in); `said` is what was heard: the
+   * sentences played, and the one cut by the barge-in up to its share of words played.
+   */
+  async speakSentences(source: SentenceSource, options: { signal?: AbortSignal } = {}): Promise<SpokenSentences> {
+    const { signal } = options;
+    this.assertOpen();
+    if (signal?.aborted) throw abortReason(signal);
+    const requestedAt = this.now();
+    const repliedIn = context.active();
+    const stop = new AbortController();
+    let interrupted = false;
+    let playedFrames = 0;
+    let firstFrameAt: number | undefined;
+    let stopped!: () => void;
+    const stopping = new Promise<undefined>((resolve) => (stopped = () => resolve(undefined)));
+    const halt = () => {
+      if (stop.signal.aborted) return;
+      interrupted = true;
+      stop.abort();
+      this.channel.clear();
+      stopped();
+    };
+    // Each sentence and the frames it put on the channel, in order: the frames played map onto them.
+    const spans: { text: string; frames: number }[] = [];
+    const unsubscribeOutbound = this.channel.onOutbound(() => {
+      playedFrames++;
+      if (firstFrameAt === undefined) {
+        firstFrameAt = this.now();
+        this.recordTurn(firstFrameAt, requestedAt, repliedIn);
+      }
+    });
+    const unsubscribeSpeech = this.onSpeech((event) => event.type === 'speech_start' && halt());
+    const unsubscribeClose = this.onClose(() => halt());
+    signal?.addEventListener('abort', halt);
+    try {
+      for (;;) {
+        // A barge-in while the next sentence is still being written stops the wait too.
+        const sentence = await Promise.race([source.next(), stopping]);
+        if (sentence === undefined || stop.signal.aborted) break;
+        const span = { text: sentence, frames: 0 };
+        spans.push(span);
+        for await (const frame of this.synthesizer.synthesize(sentence, { signal: stop.signal, call: this })) {
+          if (stop.signal.aborted) break;
+          this.channel.enqueue(frame);
+          span.frames++;
+        }
+        if (stop.signal.aborted) break;
+      }
+      if (!stop.signal.aborted) await Promise.race([this.channel.drained(), stopping]);
+      if (signal?.aborted) throw abortReason(signal);
+      this.assertOpen();
+      return { interrupted, playedMs: playedFrames * FRAME_MS, firstFrameAt, said: saidOf(spans, playedFrames) };
+    } finally {
+      signal?.removeEventListener('abort', halt);
+      unsubscribeOutbound();
+      unsubscribeSpeech();
       unsubscribeClose();
     }
   }

@@ -1,0 +1,187 @@
+/**
+ * One model turn of a converse step, on the edge that holds the call (docs/agents.md): the
+ * model's answer is streamed, split into sentences as the tokens arrive, and each sentence is
+ * spoken as soon as it is complete, so the caller hears the first one before the model has
+ * finished; then the edge listens for the caller's answer. A tool call's arguments are
+ * checked here against the tool's schema (the workflow decides what follows). No Temporal
+ * here: the converseTurn activity (activities.ts) wraps it.
+ */
+import type { SystemNote } from '../../domain/calls.js';
+import { LlmError, type ChatCompletion, type ChatCompletionsClient } from '../../llm/chatCompletions.js';
+import { SentenceSplitter } from '../../llm/sentences.js';
+import type { CheckedToolCall, ConverseToolDefinition, ConverseTurnInput, ConverseTurnResult, ConverseUsage } from '../../../workflows/converseContracts.js';
+import type { SentenceSource } from './engine.js';
+
+/** What a converse turn needs of the call's conversation. */
+export interface ConverseVoice {
+  speakSentences(source: SentenceSource, options: { signal: AbortSignal }): Promise<{ said: string; interrupted: boolean; firstFrameAt?: number; systemNotes?: SystemNote[] }>;
+  listen(options: { timeoutMs: number; signal: AbortSignal }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
+}
+
+/** Checks a value against a JSON Schema: undefined when it matches, else why not. */
+export type SchemaCheck = (schema: Record<string, unknown>, value: unknown) => string | undefined;
+
+export interface ConverseTurnDeps {
+  /** Undefined when no model is configured (LLM_BASE_URL / LLM_API_KEY): every model turn fails not_configured. */
+  llm: ChatCompletionsClient | undefined;
+  checkArguments: SchemaCheck;
+  /** A retryable failure before the first token is tried again after this long, once (nothing was said yet). */
+  retryDelayMs?: number;
+  /** The conversation engine's clock (epoch ms): the first frame's time is read on it. */
+  now?: () => number;
+}
+
+/** Sentences handed from the model's stream to the speaking engine. */
+export class SentenceQueue implements SentenceSource {
+  private readonly ready: string[] = [];
+  private ended = false;
+  private waiting: ((sentence: string | undefined) => void) | undefined;
+
+  push(sentence: string): void {
+    if (this.waiting) {
+      const wake = this.waiting;
+      this.waiting = undefined;
+      wake(sentence);
+    } else this.ready.push(sentence);
+  }
+
+  end(): void {
+    this.ended = true;
+    this.waiting?.(undefined);
+    this.waiting = undefined;
+  }
+
+  next(): Promise<string | undefined> {
+    if (this.ready.length) return Promise.resolve(this.ready.shift());
+    if (this.ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+}
+
+const NO_USAGE: ConverseUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/** Each tool call with its arguments parsed and checked against its tool's parameters. */
+export function checkToolCalls(calls: ChatCompletion['toolCalls'], tools: readonly ConverseToolDefinition[], check: SchemaCheck): CheckedToolCall[] {
+  return calls.map((call) => {
+    const tool = tools.find((t) => t.name === call.name);
+    if (!tool) return { ...call, error: `there is no tool named ${call.name}; the tools are ${tools.map((t) => t.name).join(', ') || 'none'}` };
+    let value: unknown;
+    try {
+      value = JSON.parse(call.arguments || '{}');
+    } catch {
+      return { ...call, error: 'the arguments are not valid JSON' };
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ...call, error: 'the arguments must be a JSON object' };
+    const why = check(tool.parameters, value);
+    return why ? { ...call, error: why } : { ...call, value: value as Record<string, unknown> };
+  });
+}
+
+function errorOf(err: unknown): { code: string; message: string; status?: number } {
+  if (err instanceof LlmError) return { code: err.code, message: err.message, ...(err.status !== undefined ? { status: err.status } : {}) };
+  return { code: 'unknown', message: err instanceof Error ? err.message : String(err) };
+}
+
+/** Runs one turn; a failure of the model is an answer (model_error), a failure of the call's media is thrown. */
+export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoice, input: ConverseTurnInput, signal: AbortSignal): Promise<ConverseTurnResult> {
+  const now = deps.now ?? (() => performance.timeOrigin + performance.now());
+  const started = now();
+  const systemNotes: SystemNote[] = [];
+  const keepNotes = <T extends { systemNotes?: SystemNote[] }>(answer: T): T => {
+    if (answer.systemNotes?.length) systemNotes.push(...answer.systemNotes);
+    return answer;
+  };
+  const finish = (result: Omit<ConverseTurnResult, 'systemNotes'>): ConverseTurnResult => (systemNotes.length ? { ...result, systemNotes } : result);
+  const listen = (stop: AbortSignal) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop }).then(keepNotes);
+  const heardOf = (h: Awaited<ReturnType<typeof listen>>): ConverseTurnResult['heard'] =>
+    h.kind === 'utterance' ? { kind: 'utterance', text: h.text, ...(h.keyed ? { keyed: true } : {}) } : { kind: 'silence' };
+
+  if (input.say !== undefined) {
+    const line = new SentenceQueue();
+    line.push(input.say);
+    line.end();
+    const spoken = keepNotes(await voice.speakSentences(line, { signal }));
+    const heard = heardOf(await listen(signal));
+    return finish({ outcome: 'answered', said: spoken.said, interrupted: spoken.interrupted, content: '', toolCalls: [], usage: NO_USAGE, heard });
+  }
+  if (!deps.llm) {
+    return finish({ outcome: 'model_error', said: '', interrupted: false, content: '', toolCalls: [], usage: NO_USAGE, error: { code: 'not_configured', message: 'no language model is configured on the media edge (LLM_BASE_URL, LLM_API_KEY)' } });
+  }
+  const llm = deps.llm;
+
+  const timings: NonNullable<ConverseTurnResult['timings']> = {};
+  const queue = new SentenceQueue();
+  const model = new AbortController();
+  const onAbort = () => model.abort(signal.reason);
+  signal.addEventListener('abort', onAbort);
+  let streamed = false;
+  const ask = async (): Promise<ChatCompletion> => {
+    const splitter = new SentenceSplitter();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const completion = await llm.stream(
+          { messages: input.messages, ...(input.tools.length ? { tools: input.tools } : {}), maxTokens: input.maxTokens, signal: model.signal },
+          (delta) => {
+            if (!streamed) timings.firstTokenMs = Math.round(now() - started);
+            streamed = true;
+            for (const sentence of splitter.push(delta)) {
+              timings.firstSentenceMs ??= Math.round(now() - started);
+              queue.push(sentence);
+            }
+          },
+        );
+        const rest = splitter.flush();
+        if (rest) {
+          timings.firstSentenceMs ??= Math.round(now() - started);
+          queue.push(rest);
+        }
+        return completion;
+      } catch (err) {
+        // Retried only before anything was streamed: once words are spoken, a second answer would repeat them.
+        if (streamed || attempt >= 2 || !(err instanceof LlmError) || !err.retryable || model.signal.aborted) throw err;
+        await new Promise((resolve) => setTimeout(resolve, err.retryAfterMs ?? deps.retryDelayMs ?? 500));
+      }
+    }
+  };
+  const answer = ask().then(
+    (completion) => ({ completion }),
+    (err: unknown) => ({ err }),
+  );
+  void answer.then(() => queue.end());
+  try {
+    const spoken = keepNotes(await voice.speakSentences(queue, { signal }));
+    // Heard from the moment the agent stopped (a barge-in's words included), while the model may still be finishing.
+    const stopListening = new AbortController();
+    const onCallAbort = () => stopListening.abort(signal.reason);
+    signal.addEventListener('abort', onCallAbort);
+    const listening = listen(stopListening.signal);
+    listening.catch(() => undefined);
+    try {
+      const settled = await answer;
+      if (spoken.firstFrameAt !== undefined) timings.firstAudioMs = Math.round(spoken.firstFrameAt - started);
+      const base = { said: spoken.said, interrupted: spoken.interrupted, timings };
+      if ('err' in settled) {
+        stopListening.abort(new Error('the model failed'));
+        await listening.catch(() => undefined);
+        if (signal.aborted) throw settled.err;
+        return finish({ ...base, outcome: 'model_error', content: '', toolCalls: [], usage: NO_USAGE, error: errorOf(settled.err) });
+      }
+      const { completion } = settled;
+      const usage = { prompt_tokens: completion.usage.promptTokens, completion_tokens: completion.usage.completionTokens, total_tokens: completion.usage.totalTokens };
+      if (completion.toolCalls.length) {
+        stopListening.abort(new Error('the model called a tool'));
+        await listening.catch(() => undefined);
+        return finish({ ...base, outcome: 'tool_calls', content: completion.content, toolCalls: checkToolCalls(completion.toolCalls, input.tools, deps.checkArguments), usage });
+      }
+      const heard = heardOf(await listening);
+      return finish({ ...base, outcome: 'answered', content: completion.content, toolCalls: [], usage, heard });
+    } finally {
+      signal.removeEventListener('abort', onCallAbort);
+    }
+  } catch (err) {
+    model.abort(err);
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}

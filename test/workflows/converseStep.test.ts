@@ -1,0 +1,359 @@
+// The converse step in the call workflow (docs/agents.md), in the time-skipping environment with
+// the real call activities over the test database, and a stand-in media edge on a queue of its
+// own whose converseTurn is the edge's real turn (src/mediaEdge/conversation/converseTurn.ts:
+// the real chat-completions client streaming from the local fake service, sentences split as
+// they come) over a scripted caller: every sentence is "played" at once, and the caller's
+// answers come in order. The edge's own speech and barge-in are tested in
+// test/mediaEdge/converseTurn.test.ts and end to end in test/e2e/converseCall.test.ts.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { Pool } from '../../src/db/pool.js';
+import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
+import { ChatCompletionsClient } from '../../src/llm/chatCompletions.js';
+import { checkJson } from '../../src/llm/jsonSchema.js';
+import { runConverseTurn } from '../../src/mediaEdge/conversation/converseTurn.js';
+import { callResultView } from '../../src/services/callViews.js';
+import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import type { ConverseTurnInput, MediaEdgeConverseActivities } from '../../workflows/converseContracts.js';
+import { createTestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow, callTestConfig, startCallWorkerEnv, type CallWorkerEnv } from '../support/calls.js';
+import { startFakeChatCompletions, type FakeChatCompletions, type FakeChatRequest, type FakeReply } from '../support/fakeChatCompletions.js';
+
+const API_KEY = 'sk-test-converse-0123456789';
+let calls: CallWorkerEnv;
+let env: TestWorkflowEnvironment;
+let pool: Pool;
+let plain: Client;
+let deps: CallServiceDeps;
+let fake: FakeChatCompletions;
+/** What the fake model answers next, per call (the call id is in the system prompt). */
+const replies = new Map<string, Array<FakeReply | ((request: FakeChatRequest) => FakeReply)>>();
+const config = callTestConfig({ SIMULATOR_CALL_SECONDS: '1' });
+
+before(async () => {
+  calls = await startCallWorkerEnv(config);
+  ({ env, pool } = calls);
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
+  deps = { pool, temporal: env.client, config };
+  fake = await startFakeChatCompletions({
+    apiKey: API_KEY,
+    reply: (request) => {
+      const system = String(request.body.messages[0]?.content ?? '');
+      const callId = /call (\S+)\./.exec(system)?.[1] ?? '';
+      const next = replies.get(callId)?.shift();
+      if (!next) return { status: 500 };
+      return typeof next === 'function' ? next(request) : next;
+    },
+  });
+});
+
+after(async () => {
+  await fake?.close();
+  await calls?.stop();
+});
+
+interface StandIn {
+  taskQueue: string;
+  turns: ConverseTurnInput[];
+  said: string[];
+  hangUps: number;
+  stop(): Promise<void>;
+}
+
+/** A stand-in edge: converseTurn is the edge's real turn over a caller who answers `callerLines` in order (silence after). */
+async function startStandInEdge(callerLines: string[], model: ChatCompletionsClient | null = modelClient()): Promise<StandIn> {
+  const llm = model ?? undefined;
+  const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
+  const state = { turns: [] as ConverseTurnInput[], said: [] as string[], hangUps: 0 };
+  const lines = [...callerLines];
+  const activities: MediaEdgeActivities & MediaEdgeConverseActivities = {
+    async speakToCaller({ text }) {
+      state.said.push(text);
+      return { playedMs: text.length * 60, interrupted: false };
+    },
+    async askCaller() {
+      return { kind: 'silence' };
+    },
+    async hangUpCaller() {
+      state.hangUps++;
+    },
+    async converseTurn(input) {
+      state.turns.push(input);
+      return runConverseTurn(
+        { llm, checkArguments: (schema, value) => { const c = checkJson(schema, value); return c.ok ? undefined : c.message; }, retryDelayMs: 10 },
+        {
+          async speakSentences(source) {
+            const heard: string[] = [];
+            for (let s = await source.next(); s !== undefined; s = await source.next()) heard.push(s);
+            if (heard.length) state.said.push(heard.join(' '));
+            return { said: heard.join(' '), interrupted: false };
+          },
+          async listen() {
+            const text = lines.shift();
+            return text === undefined ? { kind: 'silence' } : { kind: 'utterance', text };
+          },
+        },
+        input,
+        new AbortController().signal,
+      );
+    },
+  };
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
+  const running = worker.run();
+  return Object.assign(state, {
+    taskQueue,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  });
+}
+
+function modelClient(): ChatCompletionsClient {
+  return new ChatCompletionsClient({ baseUrl: fake.baseUrl, apiKey: API_KEY, model: 'fake-model', timeoutMs: 10_000 });
+}
+
+const BOOKING_TOOLS = [
+  {
+    name: 'book_appointment',
+    description: 'Books the appointment once the caller agreed on a day and a time.',
+    parameters: {
+      type: 'object',
+      properties: { day: { type: 'string' }, time: { type: 'string', pattern: '^\\d{2}:\\d{2}$' } },
+      required: ['day', 'time'],
+      additionalProperties: false,
+    },
+    next: 'booked',
+    variable: 'answers.booking',
+  },
+  {
+    name: 'transfer_to_staff',
+    description: 'The caller wants a person.',
+    parameters: { type: 'object', properties: {} },
+    next: 'staff',
+  },
+];
+
+function bookingScript(extra: { maxTurns?: number; onError?: boolean; onMaxTurns?: boolean; modelLimits?: { turns_per_call?: number; tokens_per_call?: number } } = {}): ScriptDefinitionInput {
+  return {
+    name: 'Booking',
+    ...(extra.modelLimits ? { model_limits: extra.modelLimits } : {}),
+    structured_data: { day: 'answers.booking.day', time: 'answers.booking.time' },
+    steps: [
+      {
+        id: 'talk',
+        type: 'converse',
+        // The test's fake model finds its call by the id in the prompt.
+        instructions: 'You book appointments at the clinic for {{contact.first_name}} on call {{call.id}}. Be brief.',
+        first_line: 'Hello {{contact.first_name}}, this is the clinic. When would you like to come in?',
+        ...(extra.maxTurns ? { max_turns: extra.maxTurns } : {}),
+        tools: BOOKING_TOOLS,
+        ...(extra.onError ? { on_error: 'sorry' } : {}),
+        ...(extra.onMaxTurns ? { on_max_turns: 'later' } : {}),
+      },
+      { id: 'booked', type: 'end', text: 'You are booked on {{steps.talk.tool.arguments.day}} at {{answers.booking.time}}. Goodbye.' },
+      { id: 'staff', type: 'end', text: 'Let me find someone for you.' },
+      { id: 'later', type: 'end', text: 'We will call you back to find a time.' },
+      { id: 'sorry', type: 'end', text: 'Sorry, something went wrong. We will call you back.' },
+    ],
+  };
+}
+
+/** A web call of a new team answered on `edge`; the fake answers it with `script` in order. */
+async function converseCall(definition: ScriptDefinitionInput, edge: StandIn, script: Array<FakeReply | ((request: FakeChatRequest) => FakeReply)>): Promise<string> {
+  const team = await createTestTeam(pool);
+  const parsed = parseScriptDefinition(definition);
+  assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
+  const scriptId = (await insertScript(pool, { teamId: team.teamId, name: parsed.script.name, definition: parsed.script })).id;
+  const contact = await getOrCreateSharedWebContact(pool, team.teamId);
+  await pool.query(`UPDATE contacts SET first_name = 'Ada' WHERE id = $1`, [contact.id]);
+  const call = await scheduleCall(deps, { teamId: team.teamId, scriptId, contact: { id: contact.id }, type: 'web' });
+  replies.set(call.callId, [...script]);
+  await env.client.workflow.getHandle(callWorkflowId(call.callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: edge.taskQueue });
+  return call.callId;
+}
+
+const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+const transcript = async (callId: string) => (await callRow(pool, callId)).conversation.map((t) => `${t.role}: ${t.text}`);
+const requestsOf = (callId: string) => fake.requests.filter((r) => String(r.body.messages[0]?.content ?? '').includes(callId));
+const notesOf = async (callId: string, kind: string) => (await callRow(pool, callId)).system_notes.filter((n) => n.kind === kind);
+
+describe('the converse step', { concurrency: true }, () => {
+  test('the model talks turn by turn, books through a tool, and the script goes on at its next', async () => {
+    const edge = await startStandInEdge(['Monday morning would be good.', 'Ten o clock please.']);
+    try {
+      const callId = await converseCall(bookingScript(), edge, [
+        { text: 'Monday works. What time suits you?' },
+        { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Monday","time":"10:00"}' }] },
+      ]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      assert.deepEqual(await transcript(callId), [
+        'agent: Hello Ada, this is the clinic. When would you like to come in?',
+        'user: Monday morning would be good.',
+        'agent: Monday works. What time suits you?',
+        'user: Ten o clock please.',
+        'agent: You are booked on Monday at 10:00. Goodbye.',
+      ]);
+      const requests = requestsOf(callId);
+      assert.equal(requests.length, 2, 'one model request a turn');
+      // What the model sees: the rendered instructions, the conversation, the tools; never the key.
+      assert.deepEqual(
+        requests[1].body.messages.map((m: { role: string; content: string }) => `${m.role}: ${m.content}`),
+        [
+          `system: You book appointments at the clinic for Ada on call ${callId}. Be brief.`,
+          'assistant: Hello Ada, this is the clinic. When would you like to come in?',
+          'user: Monday morning would be good.',
+          'assistant: Monday works. What time suits you?',
+          'user: Ten o clock please.',
+        ],
+      );
+      assert.deepEqual(requests[0].body.tools.map((t: { function: { name: string } }) => t.function.name), ['book_appointment', 'transfer_to_staff']);
+      assert.equal(requests[0].body.stream, true, 'streamed');
+      for (const r of requests) assert.ok(!JSON.stringify(r.body).includes(API_KEY), 'the key is never in what the model reads');
+
+      const row = await callRow(pool, callId);
+      const view = callResultView(row);
+      assert.equal(view.usage?.model_turns, 2);
+      assert.ok((view.usage?.prompt_tokens ?? 0) > 0 && (view.usage?.completion_tokens ?? 0) > 0);
+      assert.equal(view.usage?.total_tokens, (view.usage?.prompt_tokens ?? 0) + (view.usage?.completion_tokens ?? 0));
+      const [note] = await notesOf(callId, 'converse');
+      assert.match(note.text, /the model called book_appointment; the script goes on at step "booked"/);
+      assert.deepEqual((note.data as { arguments?: unknown }).arguments, { day: 'Monday', time: '10:00' });
+      const scriptResult = row.system_notes.find((n) => n.kind === 'script_result');
+      assert.deepEqual((scriptResult?.data as { structured_data?: unknown }).structured_data, { day: 'Monday', time: '10:00' }, "the tool's variable feeds structured_data");
+
+      // Each turn an activity on the edge, never retried, its prompt and answer in the history.
+      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+      const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : []));
+      const turns = scheduled.filter((a) => a.activityType?.name === 'converseTurn');
+      assert.equal(turns.length, 3, 'the first line and two model turns');
+      for (const t of turns) {
+        assert.equal(t.taskQueue?.name, edge.taskQueue);
+        assert.equal(t.retryPolicy?.maximumAttempts, 1);
+      }
+      assert.deepEqual(edge.turns.map((t) => t.turn), [0, 1, 2]);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('an invalid tool call is answered back once as a tool error; the corrected call goes on', async () => {
+    const edge = await startStandInEdge(['Tuesday at nine.']);
+    try {
+      const callId = await converseCall(bookingScript(), edge, [
+        { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Tuesday","time":"nine"}' }] },
+        { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Tuesday","time":"09:00"}' }] },
+      ]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const [first, second] = requestsOf(callId);
+      assert.ok(first && second);
+      const tail = second.body.messages.slice(-2);
+      assert.equal(tail[0].role, 'assistant');
+      assert.equal(tail[0].tool_calls[0].function.name, 'book_appointment');
+      assert.equal(tail[1].role, 'tool');
+      assert.equal(tail[1].tool_call_id, tail[0].tool_calls[0].id);
+      assert.match(tail[1].content, /time: must match pattern/);
+      assert.equal((await notesOf(callId, 'converse_tool_error')).length, 1);
+      assert.deepEqual((await transcript(callId)).slice(-1), ['agent: You are booked on Tuesday at 09:00. Goodbye.']);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('a second invalid call (malformed JSON) goes to on_error', async () => {
+    const edge = await startStandInEdge(['Tuesday at nine.']);
+    try {
+      const callId = await converseCall(bookingScript({ onError: true }), edge, [
+        { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Tuesday"' }] },
+        { toolCalls: [{ name: 'cancel_everything', arguments: '{}' }] },
+      ]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      assert.deepEqual((await transcript(callId)).slice(-1), ['agent: Sorry, something went wrong. We will call you back.']);
+      const [note] = await notesOf(callId, 'converse');
+      assert.match(note.text, /called a tool wrongly again \(cancel_everything: there is no tool named cancel_everything/);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('max_turns without a tool call goes to on_max_turns', async () => {
+    const edge = await startStandInEdge(['Hmm.', 'Let me think.', 'Not sure.']);
+    try {
+      const callId = await converseCall(bookingScript({ maxTurns: 2, onMaxTurns: true }), edge, [{ text: 'Which day suits you?' }, { text: 'Any day this week?' }, { text: 'never asked' }]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      assert.equal(requestsOf(callId).length, 2, 'no third model turn');
+      assert.deepEqual((await transcript(callId)).slice(-1), ['agent: We will call you back to find a time.']);
+      const [note] = await notesOf(callId, 'converse');
+      assert.equal((note.data as { reached?: string }).reached, 'max_turns');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test("the script's model_limits cap the call's tokens: past the cap, on_max_turns", async () => {
+    const edge = await startStandInEdge(['Hmm.', 'Let me think.']);
+    try {
+      const callId = await converseCall(bookingScript({ onMaxTurns: true, modelLimits: { tokens_per_call: 100 } }), edge, [
+        { text: 'Which day suits you? '.repeat(20).trim() },
+        { text: 'never asked' },
+      ]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const [request] = requestsOf(callId);
+      assert.ok(request.body.max_tokens <= 100 && request.body.max_tokens >= 1, `max_tokens ${request.body.max_tokens} within the cap`);
+      assert.equal(requestsOf(callId).length, 1);
+      const [note] = await notesOf(callId, 'converse');
+      assert.equal((note.data as { reached?: string }).reached, 'tokens_per_call');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test("the model service failing (500, retried once) goes to on_error; what was said before stays", async () => {
+    const edge = await startStandInEdge(['Monday.']);
+    try {
+      const callId = await converseCall(bookingScript({ onError: true }), edge, [{ text: 'Monday is fine.' }, { status: 500 }, { status: 500 }]);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      assert.equal(requestsOf(callId).length, 3, 'the failed turn tried twice before any word was said');
+      assert.deepEqual((await transcript(callId)).slice(-2), ['agent: Monday is fine.', 'agent: Sorry, something went wrong. We will call you back.']);
+      const [note] = await notesOf(callId, 'converse');
+      assert.match(note.text, /the model service failed \(server_error/);
+      assert.equal(callResultView(await callRow(pool, callId)).usage?.model_turns, 2);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('a stream cut mid-sentence without on_error: the words spoken stay, the call ends failed / provider_error with a System Note', async () => {
+    const edge = await startStandInEdge([]);
+    try {
+      const callId = await converseCall(bookingScript(), edge, [{ text: 'Thanks for calling. We have Monday and Tuesday open.', cutAfterTokens: 5 }]);
+      assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'provider_error' });
+      assert.equal(requestsOf(callId).length, 1, 'not retried once words were spoken');
+      assert.deepEqual((await transcript(callId)).slice(-1), ['agent: Thanks for calling.']);
+      const [note] = await notesOf(callId, 'converse');
+      assert.match(note.text, /the model service failed \(stream_cut.*the script stops and the call ends/);
+      assert.equal(edge.hangUps, 1, 'the agent hangs up');
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  test('no model configured on the edge: the step goes to on_error, with a System Note saying so', async () => {
+    const edge = await startStandInEdge([], null);
+    try {
+      const callId = await converseCall(bookingScript({ onError: true }), edge, []);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const [note] = await notesOf(callId, 'converse');
+      assert.match(note.text, /not_configured: no language model is configured/);
+    } finally {
+      await edge.stop();
+    }
+  });
+});

@@ -96,7 +96,13 @@ export interface CallWorkflowResult {
  * /internal/v1/calls/{call_id}/events (docs/calls.md documents the body).
  */
 export type CallEvent =
-  | { type: 'ringing'; event_id?: string; occurred_at?: string }
+  | {
+      type: 'ringing';
+      event_id?: string;
+      occurred_at?: string;
+      /** A media edge dialling the call through its trunk: its own task queue, where cancel-call reaches the dial at once (docs/telephony.md). */
+      media_task_queue?: string;
+    }
   | {
       type: 'answered';
       event_id?: string;
@@ -395,13 +401,16 @@ export interface MediaEdgeDialActivities {
 }
 
 /** The activity a SIP-enabled media edge runs on its own task queue for the dials it holds (src/mediaEdge/phoneDialer.ts). */
-export interface MediaEdgeScreeningActivities {
+export interface MediaEdgeCancelDialActivities {
   /**
-   * cancel-call once the callee answered, while the dial may still be screening the answer:
-   * the screening stops at once (no voicemail message, or the rest of one cut), BYE, and the
-   * dial ends cancelled; a call no longer being dialled is hung up. Idempotent.
+   * cancel-call while this edge dials the call (its `ringing` or `answered` event named this
+   * queue): the dial's own cancellation would reach the edge only with its next heartbeat.
+   * Ringing: CANCEL now, and the dial ends cancelled. Answered and being screened: the
+   * screening stops at once (no voicemail message, or the rest of one cut), BYE, and the dial
+   * ends cancelled. A call no longer being dialled is hung up. Idempotent: a second call, or one
+   * for a call this edge no longer holds, does nothing.
    */
-  hangUpScreenedCall(input: { callId: string }): Promise<void>;
+  cancelDial(input: { callId: string }): Promise<void>;
 }
 
 /** The activities every media edge instance runs on its own task queue. */

@@ -10,9 +10,10 @@
  *   with `screen`, the edge screens the answer before it settles (docs/telephony.md, "Voicemail
  *   detection"): a person → answered; a machine → ended voicemail, after the voicemail message,
  *   which is written as the agent's turn with a System Note of the detection
- *   cancel-call while it rings: the dial is cancelled (the edge sends CANCEL) → cancelled
- *   cancel-call while the answer is screened: the edge is told on its own queue too
- *   (hangUpScreenedCall: no message, or the rest of it cut, BYE) → cancelled
+ *   cancel-call while it rings: the dial is cancelled, and the edge is told on its own queue
+ *   too (cancelDial: CANCEL at once, not at the dial's next heartbeat) → cancelled
+ *   cancel-call while the answer is screened: the same (cancelDial: no message, or the rest
+ *   of it cut, BYE) → cancelled
  *   cancel-call once answered: the script stops, hangUpCaller (the edge sends BYE) → cancelled
  */
 import {
@@ -22,6 +23,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   TimeoutFailure,
 } from '@temporalio/workflow';
@@ -32,7 +34,7 @@ import {
   type DialPhoneCallResult,
   type MediaEdgeActivities,
   type MediaEdgeDialActivities,
-  type MediaEdgeScreeningActivities,
+  type MediaEdgeCancelDialActivities,
 } from './contracts.js';
 import { outcomeOf, type CallContext, type CancelledOutcome, type ConversationOutcome } from './conversation.js';
 import { EDGE_PICKUP_TIMEOUT, runMediaConversation } from './mediaConversation.js';
@@ -43,6 +45,9 @@ export const DIAL_PICKUP_TIMEOUT = '30 seconds';
 export const DIAL_HEARTBEAT_TIMEOUT = '10 seconds';
 /** Attempts of the dial activity: a retry never sends a second INVITE (the dial claim), it learns what became of the first. */
 export const DIAL_ATTEMPTS = 3;
+
+/** cancel-call while the callee's phone rings reaches the edge on its own queue (the ringing event names it). */
+export const CANCEL_DIAL_WHILE_RINGING_PATCH = 'cancel-dial-while-ringing';
 
 export const CANCELLED_OUTCOME: CancelledOutcome = { status: 'cancelled', endReason: 'cancelled' };
 
@@ -73,7 +78,7 @@ function dialer(startToCloseMs: number) {
 }
 
 function hangUpOn(taskQueue: string) {
-  return proxyActivities<MediaEdgeActivities & MediaEdgeScreeningActivities>({
+  return proxyActivities<MediaEdgeActivities & MediaEdgeCancelDialActivities>({
     taskQueue,
     scheduleToStartTimeout: EDGE_PICKUP_TIMEOUT,
     startToCloseTimeout: '30 seconds',
@@ -125,23 +130,31 @@ export async function runTrunkCall(ctx: CallContext, dial: MediaEdgeDial): Promi
   let cancelSent = false;
   let edgeTold = false;
   let ringing = false;
-  // The edge that answered the call (its `answered` event) while the dial still screens the answer.
-  const answeredOn = () => ctx.events.peek('answered')?.media_task_queue;
+  // The edge dialling the call: its `ringing` event names its own queue (runs recorded before
+  // that replay without it), as its `answered` event does while the dial screens the answer.
+  let ringingOn: string | undefined;
+  let ringingQueueSeen = false;
+  const dialEdge = () => ringingOn ?? ctx.events.peek('answered')?.media_task_queue;
   while (!settled) {
-    await condition(() => settled !== undefined || (!cancelSent && cancelled()) || ctx.events.has('ringing') || (cancelSent && !edgeTold && answeredOn() !== undefined));
+    await condition(() => settled !== undefined || (!cancelSent && cancelled()) || ctx.events.has('ringing') || (cancelSent && !edgeTold && dialEdge() !== undefined));
+    const ringingQueue = ctx.events.peek('ringing')?.media_task_queue;
+    if (ringingQueue && !ringingQueueSeen) {
+      ringingQueueSeen = true;
+      if (patched(CANCEL_DIAL_WHILE_RINGING_PATCH)) ringingOn = ringingQueue;
+    }
     if (!cancelSent && cancelled()) {
       cancelSent = true;
       dialScope.cancel();
     }
-    const edgeQueue = cancelSent && !edgeTold ? answeredOn() : undefined;
+    const edgeQueue = cancelSent && !edgeTold ? dialEdge() : undefined;
     if (edgeQueue) {
-      // Answered and being screened: the dial's cancellation reaches the edge only with the dial's
-      // next heartbeat (up to 8 s), by when the voicemail message may have begun; the edge's own
-      // queue reaches it at once. The dial then settles cancelled; a failure here leaves the
-      // cancellation to get there.
+      // The dial's cancellation reaches the edge only with the dial's next heartbeat (up to 8 s):
+      // the callee's phone would go on ringing, or the voicemail message begin. The edge's own
+      // queue reaches it at once: CANCEL while it rings, BYE while the answer is screened. The
+      // dial then settles cancelled; a failure here leaves the cancellation to get there.
       edgeTold = true;
       void hangUpOn(edgeQueue)
-        .hangUpScreenedCall({ callId: ctx.input.callId })
+        .cancelDial({ callId: ctx.input.callId })
         .catch(() => undefined);
     }
     if (ctx.events.drop('ringing') && !ringing) {

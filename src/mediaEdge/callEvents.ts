@@ -39,11 +39,14 @@ export class CallEventReporter {
 
   /**
    * Whether the service took the event (false when it refused it for good, e.g. the call
-   * has ended), and the call's team when it did.
+   * has ended), and the call's team when it did; when it refused it because the call has
+   * ended (409), the status the call ended with (`cancelled`: cancel-call came first).
    */
-  async report(callId: string, event: CallEvent): Promise<{ accepted: boolean; teamId?: string }> {
+  async report(callId: string, event: CallEvent): Promise<{ accepted: boolean; teamId?: string; endedAs?: string }> {
     const answer = await this.post(`/internal/v1/calls/${encodeURIComponent(callId)}/events`, event, { callId, event: event.type }, 'call event');
-    return answer.ok ? { accepted: true, teamId: teamIdIn(answer.body) } : { accepted: false };
+    if (answer.ok) return { accepted: true, teamId: teamIdIn(answer.body) };
+    const endedAs = answer.status === 409 ? stringField(answer.body, 'status') : undefined;
+    return { accepted: false, ...(endedAs ? { endedAs } : {}) };
   }
 
   /**
@@ -153,9 +156,13 @@ export class CallEventReporter {
 }
 
 function teamIdIn(body: string): string | undefined {
+  return stringField(body, 'team_id');
+}
+
+function stringField(body: string, name: string): string | undefined {
   try {
-    const teamId = (JSON.parse(body) as { team_id?: unknown }).team_id;
-    return typeof teamId === 'string' ? teamId : undefined;
+    const value = (JSON.parse(body) as Record<string, unknown>)[name];
+    return typeof value === 'string' ? value : undefined;
   } catch {
     return undefined;
   }

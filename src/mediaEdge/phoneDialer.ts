@@ -4,7 +4,7 @@
  * holds the call from then on:
  *
  *   RTP port ── dial claim (the service: one per call, ever) ── INVITE through the trunk
- *     180/183 → `ringing` event · 200 → the call is handed to `onCall` like a browser call
+ *     180/183 → `ringing` event (naming this edge's queue) · 200 → the call is handed to `onCall` like a browser call
  *     (engine, recorder, `answered` with this edge's queue) · a refusal → the call's end
  *     (src/domain/sipOutcomes.ts) · the ring timeout → CANCEL → rang-out
  *
@@ -12,8 +12,11 @@
  * detection"): a CallScreener hears the callee from the answer on; a person → answered (the
  * script runs); a machine → the voicemail message after its beep or greeting, BYE, and the
  * dial ends `voicemail` with the detection and the message for the workflow to write.
- * cancel-call meanwhile reaches the edge on its own queue (`hangUpScreenedCall`): the screening
- * stops at once (no message, or the rest of it cut), BYE, and the dial ends `cancelled`.
+ *
+ * cancel-call reaches the dial on this edge's own queue (`cancelDial`), not only as the dial
+ * activity's cancellation, which Temporal delivers with the activity's next heartbeat (up to
+ * 8 s later): ringing, CANCEL goes out at once; while the answer is screened, the screening
+ * stops at once (no message, or the rest of it cut), BYE. The dial ends `cancelled`.
  *
  * One call, one INVITE: the INVITE's Call-ID is derived from the call id, a dial already under
  * way on this edge is joined rather than repeated, and an attempt whose claim another edge
@@ -58,6 +61,8 @@ export interface PhoneDialerOptions {
   claimId?: string;
   /** The screening's timings and thresholds (default DEFAULT_VOICEMAIL_DROP_SETTINGS; tests shorten the waits). */
   screening?: Partial<VoicemailDropSettings>;
+  /** How often the dial heartbeats (default DIAL_HEARTBEAT_MS; a test lengthens it to show that cancel-call does not wait for a heartbeat). */
+  heartbeatMs?: number;
 }
 
 type DialEnd = Extract<DialPhoneCallResult, { outcome: 'ended' }>;
@@ -74,7 +79,7 @@ export class PhoneDialer {
    * answered `first: false` (ours already, its first answer lost) may still dial if we never did.
    */
   private readonly invited = new Set<string>();
-  /** The activity cancellation of each dial under way (cancel-call: CANCEL). */
+  /** The cancellation of each dial under way (cancel-call: CANCEL, or BYE while screening). */
   private readonly cancels = new Map<string, AbortController>();
 
   constructor(private readonly options: PhoneDialerOptions) {
@@ -86,13 +91,15 @@ export class PhoneDialer {
   }
 
   /**
-   * cancel-call once the callee answered (the edge's `hangUpScreenedCall` activity, which the
-   * call workflow runs on this edge's own queue: the dial activity's cancellation would get here
-   * only with its next heartbeat, up to 8 s later). A dial still screening the answer stops at
-   * once: no voicemail message, or the rest of one cut, BYE, and the dial ends cancelled. A call
-   * no longer being dialled (taken for a person meanwhile) is hung up.
+   * cancel-call while this edge dials the call (the edge's `cancelDial` activity, which the call
+   * workflow runs on this edge's own queue: the dial activity's cancellation would get here only
+   * with its next heartbeat, up to 8 s later). Ringing: CANCEL now (once a provisional response
+   * has come, RFC 3261 §9.1), the dial ends cancelled. Screening the answer: no voicemail
+   * message, or the rest of one cut, BYE, the dial ends cancelled. A call no longer being
+   * dialled (taken for a person meanwhile) is hung up; one this edge does not hold, nothing.
+   * Resolves once the dial has ended, so a second call (or a retried activity) finds nothing to do.
    */
-  async hangUpScreenedCall(callId: string): Promise<void> {
+  async cancelDial(callId: string): Promise<void> {
     const dial = this.dialling.get(callId);
     const cancel = this.cancels.get(callId);
     if (dial && cancel) {
@@ -103,6 +110,20 @@ export class PhoneDialer {
     await this.options.calls.get(callId)?.hangUp();
   }
 
+  /**
+   * The service refused one of the call's events because the call has ended as `endedAs`.
+   * When cancel-call ended it while this edge still dials it, the dial ends as cancelDial ends
+   * it (CANCEL while it rings, BYE while the answer is screened), so its end says cancelled,
+   * not that the edge hung up: the workflow's own cancelDial may come later than the refusal
+   * (a cancel before the phone rang finds the `ringing` report refused, and the workflow never
+   * learns this edge's queue). Whether it did; if not, the caller hangs up as before.
+   */
+  cancelledByService(callId: string, endedAs: string | undefined): boolean {
+    if (endedAs !== 'cancelled' || !this.cancels.has(callId)) return false;
+    void this.cancelDial(callId);
+    return true;
+  }
+
   /** Dials under way now. */
   get active(): number {
     return this.dialling.size;
@@ -110,7 +131,7 @@ export class PhoneDialer {
 
   private async dialPhoneCall(input: DialPhoneCallInput): Promise<DialPhoneCallResult> {
     const ctx = Context.current();
-    const heartbeat = setInterval(() => ctx.heartbeat(), DIAL_HEARTBEAT_MS);
+    const heartbeat = setInterval(() => ctx.heartbeat(), this.options.heartbeatMs ?? DIAL_HEARTBEAT_MS);
     ctx.heartbeat();
     const onCancel = () => this.cancels.get(input.callId)?.abort(ctx.cancellationSignal.reason);
     ctx.cancellationSignal.addEventListener('abort', onCancel);
@@ -183,7 +204,10 @@ export class PhoneDialer {
           signal: ring.signal,
           onProgress: (status) => {
             if ((status === 180 || status === 183) && !ringingReport) {
-              ringingReport = this.options.reporter.report(callId, { type: 'ringing', event_id: `media-edge-ringing-${callId}` });
+              // It names this edge's queue: cancel-call comes there at once (cancelDial).
+              ringingReport = this.options.reporter
+                .report(callId, { type: 'ringing', event_id: `media-edge-ringing-${callId}`, media_task_queue: this.options.taskQueue })
+                .then(({ endedAs }) => this.cancelledByService(callId, endedAs));
             }
           },
         });

@@ -244,8 +244,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       taskQueue,
       activities: {
         ...createMediaEdgeActivities({ calls, logger, transfers, converse: { llm: options.llm, checkArguments: checkToolArguments } }),
-        // cancel-call while this edge screens a dial's answer (phoneDialer.ts); without a trunk, a plain hang-up.
-        hangUpScreenedCall: async ({ callId }: { callId: string }) => (phoneDialer ? phoneDialer.hangUpScreenedCall(callId) : calls.get(callId)?.hangUp()),
+        // cancel-call while this edge dials a call, ringing or screening its answer (phoneDialer.ts); without a trunk, a plain hang-up.
+        cancelDial: async ({ callId }: { callId: string }) => (phoneDialer ? phoneDialer.cancelDial(callId) : calls.get(callId)?.hangUp()),
       },
       ...tracedWorkerOptions(),
       // Each call runs one speech activity at a time; the cap keeps a burst from starving the media loop.

@@ -21,7 +21,7 @@ import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
 import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
 import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import type { OutboundInvite, OutboundInviteResult, SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
-import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeScreeningActivities } from '../../workflows/contracts.js';
+import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker } from '../support/calls.js';
 import { RtpPeer } from '../support/rtpPeer.js';
@@ -152,7 +152,7 @@ before(async () => {
     },
   });
   // The edge's own queue: the script never runs here (every call is a machine), only the hang-ups.
-  const edge: MediaEdgeActivities & MediaEdgeScreeningActivities = {
+  const edge: MediaEdgeActivities & MediaEdgeCancelDialActivities = {
     speakToCaller: async () => {
       throw new Error('no script line is said on a machine');
     },
@@ -162,7 +162,7 @@ before(async () => {
     hangUpCaller: async ({ callId }) => {
       await held.get(callId)?.hangUp();
     },
-    hangUpScreenedCall: ({ callId }) => dialer.hangUpScreenedCall(callId),
+    cancelDial: ({ callId }) => dialer.cancelDial(callId),
   };
   for (const worker of [
     await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }),
@@ -228,7 +228,7 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     const row = await callRow(app.pool, callId);
     assert.deepEqual(row.conversation, []);
     assert.ok(row.system_notes.every((n) => n.kind !== 'voicemail_detection'), JSON.stringify(row.system_notes));
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'hangUpScreenedCall@edge']);
+    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
   });
 
   test('during the message: the rest is cut (BYE), the call ends cancelled, and what the machine heard is the agent’s turn with a note of the cut', async () => {
@@ -258,6 +258,6 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     assert.equal(data.detection.verdict, 'machine');
     assert.equal(data.message.cue, 'greeting_end');
     assert.ok(data.message.playedMs > 0, `played ${data.message.playedMs} ms`);
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'hangUpScreenedCall@edge']);
+    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
   });
 });

@@ -27,7 +27,7 @@ import { SipTrunkAgent, type OutboundInvite, type OutboundInviteResult, type Sip
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
 import { SCREENING_WAIT_MS } from '../../workflows/trunkCall.js';
-import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
 import { RtpPeer } from '../support/rtpPeer.js';
@@ -173,7 +173,7 @@ async function startEdge(name: string): Promise<void> {
       void reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue });
     },
   });
-  const speech: MediaEdgeActivities = {
+  const speech: MediaEdgeActivities & MediaEdgeCancelDialActivities = {
     async speakToCaller({ text }) {
       return { playedMs: text.length * 50, interrupted: false };
     },
@@ -193,6 +193,7 @@ async function startEdge(name: string): Promise<void> {
     async hangUpCaller({ callId }) {
       await held.get(callId)?.hangUp();
     },
+    cancelDial: ({ callId }) => dialer.cancelDial(callId),
   };
   await run(await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }));
   await run(await Worker.create({ connection: env.nativeConnection, taskQueue, activities: speech }));

@@ -869,6 +869,13 @@ export interface components {
             system_notes: {
                 [key: string]: unknown;
             }[];
+            /** @description The language model’s use by the script’s converse steps (docs/agents.md): turns and tokens as the model service counted them; null when no model turn ran. */
+            usage: {
+                model_turns: number;
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            } | null;
             /** @description The first call of the chain this call retries, null for a first call. */
             original_call_id: string | null;
             /** @description 1 for the first call of a chain. */

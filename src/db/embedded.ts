@@ -113,5 +113,17 @@ export async function startEmbeddedPostgres(
   } catch (err) {
     if (!/already exists/.test(String((err as Error).message))) throw err;
   }
-  return { url: urlFor(port, password), stop: () => server.stop() };
+  return { url: urlFor(port, password), stop: () => stopUnlessGone(server, dataDir) };
+}
+
+/**
+ * Stops the server, or finds it already gone: a terminal's Ctrl-C signals the whole process
+ * group, Postgres (our child) included, and EmbeddedPostgres.stop() would wait for ever for an
+ * exit that has already happened.
+ */
+async function stopUnlessGone(server: EmbeddedPostgres, dataDir: string): Promise<void> {
+  const stopped = server.stop().then(() => true);
+  while (runningEmbeddedPort(dataDir) !== undefined) {
+    if (await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), 100))])) return;
+  }
 }

@@ -16,14 +16,15 @@
  */
 import type { CallAnalysis } from '../db/repositories/calls.js';
 import type { SystemNote } from '../domain/calls.js';
+import { ANALYSIS_NOTE_KIND } from '../domain/scripts/modelUsage.js';
 import { LlmError, type ChatCompletionsClient, type ChatUsage } from '../llm/chatCompletions.js';
 import { checkJsonText, type JsonSchema } from '../llm/jsonSchema.js';
 import type { AnalysisContext, AnalysisInput, CallAnalyser } from './analyser.js';
 
 /** The activity attempt at which a model service still failing gives way to the deterministic analyser. */
 export const FALLBACK_ATTEMPT = 3;
-/** The System Note of an LLM analysis (one per call): what the model did, or why it did not. */
-export const LLM_ANALYSIS_NOTE_KIND = 'llm_analysis';
+/** The System Note of an LLM analysis (one per call): what the model did, or why it did not; its usage counts in the call's. */
+export const LLM_ANALYSIS_NOTE_KIND = ANALYSIS_NOTE_KIND;
 
 interface ModelAnswer {
   call_summary: string;

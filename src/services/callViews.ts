@@ -54,7 +54,7 @@ export function callResultView(c: CallRecord) {
     rating: c.rating ?? null,
     post_call_actions: c.post_call_actions ?? [],
     system_notes: c.system_notes ?? [],
-    // The converse steps' language-model use (docs/agents.md, "Usage"); null when no model turn ran.
+    // The call's language-model use, converse steps and LLM analysis (docs/agents.md, "Usage"); null when none.
     usage: modelUsageFromNotes(c.system_notes),
     original_call_id: c.original_call_id,
     attempt: c.attempt,

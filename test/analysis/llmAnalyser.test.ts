@@ -18,6 +18,7 @@ import { insertContact } from '../../src/db/repositories/contacts.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { LlmError } from '../../src/llm/chatCompletions.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { callResultView } from '../../src/services/callViews.js';
 import { createTestTeam, testConfig, testPool, type TestTeam } from '../support/app.js';
 import { startFakeChatCompletions, type FakeChatCompletions, type FakeReply } from '../support/fakeChatCompletions.js';
 
@@ -114,6 +115,8 @@ test('the model fills call_summary, structured_data and objectives from its JSON
   const usage = (note.data as { usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } }).usage;
   assert.ok(usage.prompt_tokens > 0 && usage.completion_tokens > 0);
   assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  // get-call-result's usage counts the analysis' tokens (not a model turn).
+  assert.deepEqual(callResultView(call).usage, { model_turns: 0, ...usage });
 
   // What was asked: the model, JSON matching a schema of the script's keys and objectives.
   const { body, headers } = fake.requests.at(-1)!;
@@ -194,6 +197,9 @@ test('a refusal no retry helps (401) falls back at once; a call where nothing wa
   const [note] = await llmNotes(refused);
   assert.match(note.text, /could not analyse the call: the model service answered 401/);
   assert.ok(!note.text.includes('sk-wrong-key'));
+
+  // A refusal cost no tokens: the call's usage stays null.
+  assert.equal(callResultView((await findCallById(pool, refused))!).usage, null);
 
   const silent = await endedCall(team, { first_name: 'Ada', last_name: 'Lovelace' }, []);
   const asked = fake.requests.length;

@@ -161,7 +161,7 @@ export const callResult = z
         total_tokens: z.number().int(),
       })
       .nullable()
-      .openapi({ description: 'The language model’s use by the script’s converse steps (docs/agents.md): turns and tokens as the model service counted them; null when no model turn ran.' }),
+      .openapi({ description: 'The call’s language-model use (docs/agents.md): the script’s converse steps’ turns and tokens, and the tokens of an ANALYSER=llm post-call analysis, as the model service counted them; null when the model was not used.' }),
     original_call_id: z.string().nullable().openapi({ description: 'The first call of the chain this call retries, null for a first call.' }),
     attempt: z.number().int().openapi({ description: '1 for the first call of a chain.' }),
     next_attempt_call_id: z.string().nullable().openapi({ description: 'The retry this call’s end scheduled, or null.' }),
@@ -217,11 +217,6 @@ const eventCommon = {
   occurred_at: dateTime('occurred_at').optional(),
 };
 
-const mediaTaskQueue = z
-  .string()
-  .regex(/^media-edge-[A-Za-z0-9._-]{1,100}$/, 'media_task_queue must be media-edge-<instance id>')
-  .optional();
-
 // cancelled and do_not_call are the service's own reasons, never a provider's.
 const endReasons = Object.keys(END_REASONS).filter((r) => r !== 'cancelled' && r !== 'do_not_call') as [string, ...string[]];
 
@@ -229,16 +224,14 @@ export const callEventBody = z
   .discriminatedUnion(
     'type',
     [
-      z.object({
-        type: z.literal('ringing'),
-        media_task_queue: mediaTaskQueue.openapi({
-          description: 'Sent by a media edge dialling the call through its SIP trunk: its own task queue, where the call workflow reaches the dial at once on cancel-call (docs/telephony.md).',
-        }),
-        ...eventCommon,
-      }),
+      z.object({ type: z.literal('ringing'), ...eventCommon }),
       z.object({
         type: z.literal('answered'),
-        media_task_queue: mediaTaskQueue.openapi({ description: 'Sent by a media edge: its own task queue, where the call workflow runs the script’s speech (docs/media-edge.md).' }),
+        media_task_queue: z
+          .string()
+          .regex(/^media-edge-[A-Za-z0-9._-]{1,100}$/, 'media_task_queue must be media-edge-<instance id>')
+          .optional()
+          .openapi({ description: 'Sent by a media edge: its own task queue, where the call workflow runs the script’s speech (docs/media-edge.md).' }),
         ...eventCommon,
       }),
       z.object({ type: z.literal('transcript'), role: z.enum(['agent', 'user']), text: z.string().min(1).max(10_000), ...eventCommon }),

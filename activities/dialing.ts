@@ -148,10 +148,13 @@ export function createDialingActivities(deps: ActivityDeps) {
      * The due call's admission in one step (src/services/callAdmission.ts): its slot, then
      * the do-not-call list, a free dial token and in-progress. Safe to repeat. `at`: the
      * workflow's time when it asked; in-progress is stamped with it plus the time taken since.
+     * A started call learns the live-call task queue of this worker, when it runs one: the
+     * call continues there (docs/calls.md, "Task queues").
      */
-    async admitCall(input: { callId: string; teamId: string; at: string }): Promise<CallAdmission> {
+    async admitCall(input: { callId: string; teamId: string; at: string }): Promise<CallAdmission & { liveTaskQueue?: string }> {
       const began = Date.now();
-      return admitCall({ ...deps, dialPacer: pacer }, input.teamId, input.callId, () => new Date(Date.parse(input.at) + Date.now() - began));
+      const admission = await admitCall({ ...deps, dialPacer: pacer }, input.teamId, input.callId, () => new Date(Date.parse(input.at) + Date.now() - began));
+      return admission.outcome === 'started' && deps.liveTaskQueue ? { ...admission, liveTaskQueue: deps.liveTaskQueue } : admission;
     },
 
     /** The dial-time check: whether the callee's number is on the team's do-not-call list now. */

@@ -45,6 +45,11 @@ export interface ActivityDeps {
   redis?: Redis;
   /** The dial pacer (carrier pacing); default one on `redis` or the pool, at DIAL_RATE_PER_NUMBER. */
   dialPacer?: DialPacer;
+  /**
+   * The live-call task queue this process's workers also poll (src/temporal/worker.ts): an
+   * admitted phone call continues there. Unset (a worker of its queue alone): it stays.
+   */
+  liveTaskQueue?: string;
 }
 
 /** The ApplicationFailure type of each kind of use-case error. */

@@ -271,6 +271,24 @@ interface HistoryFigures {
   activityNames: Map<string, number>;
 }
 
+/**
+ * The events of every run of a call's workflow, oldest run first: an admitted call continues
+ * as new on the live-call queue (docs/calls.md, "Task queues"), so its admission is in the run
+ * before the latest (found through the latest run's continuedExecutionRunId).
+ */
+async function callHistoryEvents(client: Client, callId: string): Promise<HistoryEvents> {
+  const runs: HistoryEvents[] = [];
+  let runId: string | undefined;
+  for (;;) {
+    const events = (await client.workflow.getHandle(callWorkflowId(callId), runId).fetchHistory()).events ?? [];
+    runs.unshift(events);
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+    if (!runId) return runs.flat();
+  }
+}
+
+type HistoryEvents = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events']>;
+
 /** Reads the histories of (up to BENCH_HISTORIES of) the calls and counts what they hold. */
 async function readHistories(client: Client, ids: string[]): Promise<HistoryFigures> {
   const step = Math.max(1, Math.ceil(ids.length / Math.min(ids.length, HISTORIES)));
@@ -281,7 +299,7 @@ async function readHistories(client: Client, ids: string[]): Promise<HistoryFigu
     Array.from({ length: 8 }, async () => {
       while (next < chosen.length) {
         const id = chosen[next++];
-        const history = await client.workflow.getHandle(callWorkflowId(id)).fetchHistory();
+        const history = { events: await callHistoryEvents(client, id) };
         let activities = 0;
         let timers = 0;
         let slot = 0;
@@ -331,7 +349,7 @@ async function readTaskWaits(client: Client, ids: string[]): Promise<Map<string,
         const own: WorkflowTaskWait[] = [];
         const workflowIds = [callWorkflowId(id)];
         for (let k = 0; k < workflowIds.length; k++) {
-          const history = await client.workflow.getHandle(workflowIds[k]).fetchHistory();
+          const history = k === 0 ? { events: await callHistoryEvents(client, id) } : await client.workflow.getHandle(workflowIds[k]).fetchHistory();
           own.push(...workflowTaskWaits(history.events ?? []));
           for (const e of history.events ?? []) {
             const child = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;

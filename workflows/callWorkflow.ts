@@ -22,6 +22,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
   allHandlersFinished,
+  makeContinueAsNewFunc,
   patched,
 } from '@temporalio/workflow';
 import type { CallActivities } from '../activities/calls.js';
@@ -51,6 +52,12 @@ export const DIALING_POLICY_PATCH = 'dialing-policy-gates';
  * activity (admitCall); runs recorded before replay the four steps they recorded.
  */
 export const ADMIT_CALL_PATCH = 'admit-call-in-one-step';
+
+/**
+ * Marks runs that, once admitted, continue as new on the live-call task queue the admitting
+ * worker named (docs/calls.md, "Task queues"); runs recorded before go on where they are.
+ */
+export const LIVE_CALL_QUEUE_PATCH = 'live-call-queue';
 
 /**
  * A call waiting in line asks again this long after it last asked, even without its
@@ -90,6 +97,11 @@ const analysis = proxyLocalActivities<CallActivities>({
 export interface CallWorkflowOptions {
   /** Set by continue-as-new while waiting for a slot: skip the scheduled-time wait. */
   due?: boolean;
+  /**
+   * Set by the continue-as-new of an admitted phone call onto the live-call task queue: the
+   * call is in progress, holding its slot, with its dial token (or none: the dial waits for one).
+   */
+  admitted?: { dialTokenAt?: string; waitForDialToken: boolean };
 }
 
 export async function callWorkflow(input: CallWorkflowInput, options: CallWorkflowOptions = {}): Promise<CallWorkflowResult> {
@@ -140,7 +152,11 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   let dialTokenAt: string | undefined;
   let waitForDialToken = false;
   let inProgress = false;
-  if (input.type === 'inbound') {
+  if (options.admitted) {
+    // Admitted by the run before this one, on the admission queue (docs/calls.md, "Task queues").
+    ({ dialTokenAt, waitForDialToken } = options.admitted);
+    inProgress = true;
+  } else if (input.type === 'inbound') {
     // In progress and holding its slot since the media edge asked (POST /internal/v1/inbound-calls,
     // src/services/inboundCalls.ts); like a web call, it then waits for the edge's `answered`.
     inProgress = true;
@@ -157,6 +173,14 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     if (admitted.outcome !== 'started') return admitted.result;
     ({ dialTokenAt, waitForDialToken } = admitted);
     inProgress = true;
+    // Live from here on: the rest of the call runs on the live-call queue its admitting worker
+    // named, where a campaign's admissions never queue ahead of calls that are talking. A
+    // cancel that came meanwhile is handled here instead (it would not cross the continue-as-new).
+    const live = admitted.liveTaskQueue;
+    if (live && live !== workflowInfo().taskQueue && !cancelRequested && patched(LIVE_CALL_QUEUE_PATCH)) {
+      await condition(allHandlersFinished);
+      return makeContinueAsNewFunc<typeof callWorkflow>({ taskQueue: live })(input, { due: true, admitted: { dialTokenAt, waitForDialToken } });
+    }
   } else if (input.type !== 'web') {
     // Runs recorded before ADMIT_CALL_PATCH: slot, do-not-call check, dial token, each its own step.
     for (;;) {
@@ -270,7 +294,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
    * hands it on).
    */
   async function admitPhoneCall(): Promise<
-    { outcome: 'started'; dialTokenAt?: string; waitForDialToken: boolean } | { outcome: 'ended'; result: CallWorkflowResult }
+    { outcome: 'started'; dialTokenAt?: string; waitForDialToken: boolean; liveTaskQueue?: string } | { outcome: 'ended'; result: CallWorkflowResult }
   > {
     for (;;) {
       // Outside its window the call waits, passed over by the slot line; cancel-call ends the wait.

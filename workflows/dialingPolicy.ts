@@ -71,7 +71,7 @@ export function msUntilWindowCloses(input: CallWorkflowInput): number {
  * The call's admission in one local activity (one marker naming each gate's answer): its
  * slot, then the do-not-call list, a free dial token and in-progress (src/services/callAdmission.ts).
  */
-export async function admitDueCall(input: CallWorkflowInput): Promise<CallAdmission> {
+export async function admitDueCall(input: CallWorkflowInput): Promise<CallAdmission & { liveTaskQueue?: string }> {
   return rows.admitCall({ callId: input.callId, teamId: input.teamId, at: new Date(Date.now()).toISOString() });
 }
 

@@ -82,6 +82,13 @@ export function workflowBundle(): Promise<WorkflowBundle> {
  */
 export const STICKY_QUEUE_TIMEOUT = '60 seconds';
 
+/**
+ * The task queue of calls in progress (docs/calls.md, "Task queues"), next to the service's:
+ * an admitted phone call continues as new there, so the admissions of a campaign falling due
+ * (on the service's queue) never queue ahead of the turns of calls that are talking.
+ */
+export const liveCallTaskQueue = (taskQueue: string) => `${taskQueue}-live-calls`;
+
 export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
@@ -123,14 +130,15 @@ export interface RunningWorker {
 }
 
 /**
- * Connects to Temporal at `address`, starts the workers of the configured task queue and of
- * its webhook queue, and makes sure the calls reconciler and the webhook delivery sweeper
+ * Connects to Temporal at `address`, starts the workers of the configured task queue, of its
+ * live-call queue and of its webhook queue, and makes sure the calls reconciler and the webhook delivery sweeper
  * run (they need a worker to make progress), and runs this process's admission pacer. When one worker stops, so does the other.
  */
 export async function startServiceWorker(address: string, deps: ActivityDeps): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address });
-  const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps };
-  const workers = [await createWorker(queue), await createWebhookWorker(queue)];
+  const live = liveCallTaskQueue(deps.config.TEMPORAL_TASK_QUEUE);
+  const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps: { ...deps, liveTaskQueue: live } };
+  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live }), await createWebhookWorker(queue)];
   const stopAll = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };

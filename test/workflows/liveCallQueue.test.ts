@@ -1,0 +1,109 @@
+// Live calls' workflow tasks on a task queue of their own (docs/calls.md, "Task queues"): the
+// service's workers, as startServiceWorker runs them, poll the service's queue and its
+// live-call queue; an admitted phone call continues as new on the live-call queue, so the
+// admissions of a campaign falling due never queue ahead of calls that talk. The time-skipping
+// server, the real activities over the test database, the simulator.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { Pool } from '../../src/db/pool.js';
+import { createLogger } from '../../src/logging/logger.js';
+import type { CallServiceDeps } from '../../src/services/calls.js';
+import { createWorker, liveCallTaskQueue, workflowBundle } from '../../src/temporal/worker.js';
+import { callWorkflowId } from '../../workflows/contracts.js';
+import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
+import { createTestTeam, testPool } from '../support/app.js';
+import { callResultOrStuck, callRow, callTestConfig, historySteps } from '../support/calls.js';
+import { scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
+import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
+
+const config = callTestConfig();
+const LIVE = liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE);
+let env: TestWorkflowEnvironment;
+let pool: Pool;
+let plain: Client;
+let deps: CallServiceDeps;
+let workers: Worker[] = [];
+let running: Promise<unknown> | undefined;
+
+before(async () => {
+  env = await createTimeSkippingEnv();
+  pool = await testPool();
+  // As startServiceWorker: one worker per queue, each told the live-call queue.
+  const activityDeps = { config, pool, logger: createLogger('silent'), temporal: env.client, liveTaskQueue: LIVE };
+  const queue = { connection: env.nativeConnection, namespace: 'default', deps: activityDeps };
+  workers = [await createWorker({ ...queue, taskQueue: config.TEMPORAL_TASK_QUEUE }), await createWorker({ ...queue, taskQueue: LIVE })];
+  running = Promise.all(workers.map((w) => w.run()));
+  // Results through a plain client: time skipping stays locked, the calls run in real time.
+  plain = new Client({ connection: env.connection, namespace: env.namespace });
+  deps = { pool, temporal: env.client, config };
+});
+
+after(async () => {
+  for (const w of workers) w.shutdown();
+  await running;
+  await env?.teardown();
+  await pool?.end();
+});
+
+type Events = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events']>;
+
+/** The histories of the call's runs, oldest first (each run names the one it continued). */
+async function runsOf(callId: string): Promise<{ runId: string; events: Events }[]> {
+  const runs: { runId: string; events: Events }[] = [];
+  let runId: string | undefined = (await plain.workflow.getHandle(callWorkflowId(callId)).describe()).runId;
+  while (runId) {
+    const events: Events = (await plain.workflow.getHandle(callWorkflowId(callId), runId).fetchHistory()).events ?? [];
+    runs.unshift({ runId, events });
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return runs;
+}
+
+test('an admitted phone call continues as new on the live-call queue: admission on the service queue, dial, talk, end and analysis on the live one', WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const call = await scheduleSimulatedCall(deps, team, '1234');
+  const result = await callResultOrStuck(pool, plain, call.callId, 60_000);
+  assert.deepEqual(result, { callId: call.callId, status: 'completed', endReason: 'agent_hangup' });
+
+  const runs = await runsOf(call.callId);
+  assert.equal(runs.length, 2, 'two runs: admission, then the live call');
+  const [admission, live] = runs;
+  const startedOn = (events: Events) => events[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name;
+  assert.equal(startedOn(admission.events), config.TEMPORAL_TASK_QUEUE);
+  assert.equal(startedOn(live.events), LIVE);
+  assert.deepEqual(historySteps({ events: admission.events }), ['admitCall']);
+  const patches = admission.events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+  assert.equal(patches.length > 0, true, `the ${LIVE_CALL_QUEUE_PATCH} patch is recorded`);
+  const continued = admission.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+  assert.equal(continued?.taskQueue?.name, LIVE, 'the admission run continued on the live-call queue');
+  const liveSteps = historySteps({ events: live.events });
+  assert.equal(liveSteps.includes('admitCall'), false, 'admitted once');
+  for (const step of ['placeCall', 'recordConversation', 'completeCall', 'analyseCall']) assert.ok(liveSteps.includes(step), `${step} on the live-call queue (${liveSteps.join(', ')})`);
+  // Every workflow task of the live run ran on the live-call queue (or the sticky queue of its worker).
+  for (const e of live.events) {
+    const queue = e.workflowTaskScheduledEventAttributes?.taskQueue?.name;
+    if (queue) assert.ok(queue === LIVE || queue !== config.TEMPORAL_TASK_QUEUE, `a live task on ${queue}`);
+  }
+
+  const row = await callRow(pool, call.callId);
+  assert.equal(row.status, 'completed');
+  assert.ok(row.actual_time && row.end_time && row.analysed_at, 'started, ended and analysed');
+  assert.ok(row.conversation.length > 0, 'the script ran');
+});
+
+test('the runs of a call that moved to the live-call queue replay on the current workflow code', WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const call = await scheduleSimulatedCall(deps, team, '0001');
+  const result = await callResultOrStuck(pool, plain, call.callId, 60_000);
+  assert.equal(result.status, 'rang-out');
+  const runs = await runsOf(call.callId);
+  assert.equal(runs.length, 2);
+  const bundle = await workflowBundle();
+  for (const run of runs) {
+    const replayed = await Worker.runReplayHistory({ workflowBundle: bundle }, { events: run.events }, `${callWorkflowId(call.callId)}-${run.runId}`);
+    assert.equal(replayed, undefined);
+  }
+});

@@ -217,6 +217,11 @@ const eventCommon = {
   occurred_at: dateTime('occurred_at').optional(),
 };
 
+const mediaTaskQueue = z
+  .string()
+  .regex(/^media-edge-[A-Za-z0-9._-]{1,100}$/, 'media_task_queue must be media-edge-<instance id>')
+  .optional();
+
 // cancelled and do_not_call are the service's own reasons, never a provider's.
 const endReasons = Object.keys(END_REASONS).filter((r) => r !== 'cancelled' && r !== 'do_not_call') as [string, ...string[]];
 
@@ -224,14 +229,16 @@ export const callEventBody = z
   .discriminatedUnion(
     'type',
     [
-      z.object({ type: z.literal('ringing'), ...eventCommon }),
+      z.object({
+        type: z.literal('ringing'),
+        media_task_queue: mediaTaskQueue.openapi({
+          description: 'Sent by a media edge dialling the call through its SIP trunk: its own task queue, where the call workflow reaches the dial at once on cancel-call (docs/telephony.md).',
+        }),
+        ...eventCommon,
+      }),
       z.object({
         type: z.literal('answered'),
-        media_task_queue: z
-          .string()
-          .regex(/^media-edge-[A-Za-z0-9._-]{1,100}$/, 'media_task_queue must be media-edge-<instance id>')
-          .optional()
-          .openapi({ description: 'Sent by a media edge: its own task queue, where the call workflow runs the script’s speech (docs/media-edge.md).' }),
+        media_task_queue: mediaTaskQueue.openapi({ description: 'Sent by a media edge: its own task queue, where the call workflow runs the script’s speech (docs/media-edge.md).' }),
         ...eventCommon,
       }),
       z.object({ type: z.literal('transcript'), role: z.enum(['agent', 'user']), text: z.string().min(1).max(10_000), ...eventCommon }),

@@ -218,10 +218,11 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     // Once answered, the call workflow runs the script's speech on this instance's queue. The
     // recording starts when the service has taken the call (its answer names the team, which
     // keys the recording); nothing is said before that.
-    void reporter.report(call.callId, { type: 'answered', event_id: `media-edge-answered-${call.callId}`, media_task_queue: taskQueue }).then(({ accepted, teamId }) => {
+    void reporter.report(call.callId, { type: 'answered', event_id: `media-edge-answered-${call.callId}`, media_task_queue: taskQueue }).then(({ accepted, teamId, endedAs }) => {
       if (!accepted || !teamId) {
-        log.warn('the service did not take the call: hanging up');
-        void call.hangUp();
+        log.warn({ endedAs }, 'the service did not take the call: hanging up');
+        // cancel-call came first and this edge still screens the answer: the dial ends cancelled.
+        if (!phoneDialer?.cancelledByService(call.callId, endedAs)) void call.hangUp();
         return;
       }
       if (calls.get(call.callId)) recorder = CallRecorder.start(call.channel, { store: recordings, key: recordingKey(teamId, call.callId) });

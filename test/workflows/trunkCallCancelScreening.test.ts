@@ -49,7 +49,15 @@ class StandInTrunk {
   /** Each answered far end's RTP, by SIP Call-ID: it stops sending at the edge's BYE, as a phone does. */
   private readonly farEnds = new Map<string, RtpPeer>();
 
+  /** The callee number of each INVITE, by SIP Call-ID. */
+  private readonly callees = new Map<string, string>();
+
+  calleeOf(sipCallId: string): string | undefined {
+    return this.callees.get(sipCallId);
+  }
+
   async invite(req: OutboundInvite): Promise<OutboundInviteResult> {
+    this.callees.set(req.callId, req.toNumber);
     const line = this.lines.get(req.toNumber);
     if (!line) return { kind: 'failed', status: 404, reason: 'Not Found' };
     req.onProgress?.(180, 'Ringing');
@@ -94,6 +102,11 @@ const saidOnEdge = new Map<string, string[]>();
 /** Frames of the message that have left the edge, by call id. */
 const messageFrames = new Map<string, number>();
 const workers: { worker: Worker; running: Promise<void> }[] = [];
+/** Callee numbers whose call's `answered` report the edge holds until the test lets it go, and the let-go of each held call. */
+const answersHeld = new Set<string>();
+const releaseAnswer = new Map<string, () => void>();
+/** Calls whose cancelDial (the workflow's) waits on the edge until the test lets it go. */
+const cancelDialHeld = new Map<string, Promise<void>>();
 
 /**
  * The voicemail message as the call's engine plays it, a frame every 20 ms on the call's RTP
@@ -148,7 +161,15 @@ before(async () => {
         },
         hangUp: () => call.hangUp(),
       });
-      answeredReports.set(call.callId, reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue }));
+      const report = () =>
+        reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue }).then(({ accepted, endedAs }) => {
+          // As the voice edge does (voiceEdge.ts): a call the service did not take is hung up, or its dial cancelled when cancel-call came first.
+          if (!accepted && !dialer.cancelledByService(call.callId, endedAs)) void call.hangUp();
+        });
+      const to = call.dialog && trunk.calleeOf(call.dialog.callId);
+      if (to && answersHeld.has(to)) {
+        answeredReports.set(call.callId, new Promise<void>((resolve) => releaseAnswer.set(call.callId, () => void report().then(resolve))));
+      } else answeredReports.set(call.callId, report());
     },
   });
   // The edge's own queue: the script never runs here (every call is a machine), only the hang-ups.
@@ -162,7 +183,10 @@ before(async () => {
     hangUpCaller: async ({ callId }) => {
       await held.get(callId)?.hangUp();
     },
-    cancelDial: ({ callId }) => dialer.cancelDial(callId),
+    cancelDial: async ({ callId }) => {
+      await cancelDialHeld.get(callId);
+      await dialer.cancelDial(callId);
+    },
   };
   for (const worker of [
     await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }),
@@ -182,11 +206,12 @@ after(async () => {
 
 let calleeSeq = 0;
 
-/** A call to a far end of its own, with a script that has a voicemail message; resolves once the edge holds the answered call and the workflow has its `answered` event. */
-async function answeredCall(line: Line): Promise<{ callId: string; to: string }> {
+/** A call to a far end of its own, with a script that has a voicemail message (`holdAnswer`: the edge holds its `answered` report until the test lets it go). */
+async function screenedCall(line: Line, opts: { holdAnswer?: boolean } = {}): Promise<{ callId: string; to: string }> {
   calleeSeq += 1;
   const to = calleeNumber(String(3000 + calleeSeq));
   trunk.lines.set(to, line);
+  if (opts.holdAnswer) answersHeld.add(to);
   const script = await insertScript(app.pool, {
     teamId: team.teamId,
     name: `Voicemail ${calleeSeq}`,
@@ -197,7 +222,12 @@ async function answeredCall(line: Line): Promise<{ callId: string; to: string }>
     body: { from_number: team.fromNumber, script_id: script.id, contact: { phone_number: to, first_name: 'Ada' } },
   });
   assert.equal(res.status, 201, res.text);
-  const callId = res.json.call_id as string;
+  return { callId: res.json.call_id as string, to };
+}
+
+/** A screened call once the edge holds the answered call and the workflow has its `answered` event. */
+async function answeredCall(line: Line): Promise<{ callId: string; to: string }> {
+  const { callId, to } = await screenedCall(line);
   for (let i = 0; i < 600 && !answeredReports.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
   assert.ok(answeredReports.has(callId), 'the callee answered');
   await answeredReports.get(callId);
@@ -259,5 +289,25 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     assert.equal(data.message.cue, 'greeting_end');
     assert.ok(data.message.playedMs > 0, `played ${data.message.playedMs} ms`);
     assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
+  });
+
+  test('cancel-call before the edge’s answered report: the service refuses it as cancelled, and the dial ends cancelled (BYE), with no note that the edge hung up', async () => {
+    const { callId, to } = await screenedCall('silence', { holdAnswer: true });
+    // The workflow's own cancelDial waits on the edge until the refusal has been handled: the edge hears of the cancel from the service first.
+    let letCancelDialGo!: () => void;
+    cancelDialHeld.set(callId, new Promise<void>((resolve) => (letCancelDialGo = resolve)));
+    for (let i = 0; i < 600 && !releaseAnswer.has(callId); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(releaseAnswer.has(callId), 'the callee answered, and the edge screens the answer');
+    const res = await cancelCall(callId);
+    assert.equal(res.status, 200, res.text);
+    releaseAnswer.get(callId)?.();
+    await answeredReports.get(callId);
+    letCancelDialGo();
+    assert.deepEqual(await callResultOrStuck(app.pool, plain, callId, 60_000), { callId, status: 'cancelled', endReason: 'cancelled' });
+    assert.deepEqual(trunk.byes.filter((n) => n === to), [to], 'one BYE');
+    assert.deepEqual(trunk.cancels.filter((n) => n === to), [], 'no CANCEL once answered');
+    assert.equal(saidOnEdge.get(callId), undefined, 'no voicemail message');
+    const row = await callRow(app.pool, callId);
+    assert.deepEqual(row.system_notes, [], 'the cancel is the call’s end: no note of the edge hanging up');
   });
 });

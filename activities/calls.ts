@@ -92,7 +92,13 @@ export function createCallActivities(deps: ActivityDeps) {
     const claimId = dialClaimId();
     const key = `${input.callId}:${claimId}`;
     const running = dialsInFlight.get(key);
-    if (running) return running;
+    if (running) {
+      try {
+        return await running;
+      } catch {
+        // It failed (cancelled with its timeout, say): this attempt goes on, and dials only if that one had not claimed.
+      }
+    }
     const dial = dialOnce(input, claimId, paced).finally(() => dialsInFlight.delete(key));
     dialsInFlight.set(key, dial);
     return dial;

@@ -869,7 +869,7 @@ export interface components {
             system_notes: {
                 [key: string]: unknown;
             }[];
-            /** @description The language model’s use by the script’s converse steps (docs/agents.md): turns and tokens as the model service counted them; null when no model turn ran. */
+            /** @description The call’s language-model use (docs/agents.md): the script’s converse steps’ turns and tokens, and the tokens of an ANALYSER=llm post-call analysis, as the model service counted them; null when the model was not used. */
             usage: {
                 model_turns: number;
                 prompt_tokens: number;

@@ -21,6 +21,8 @@ import { freePort } from '../../src/localPorts.js';
 import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
+import { isTerminalStatus } from '../../src/domain/calls.js';
+import { callWorkflowId } from '../../workflows/contracts.js';
 import { recordingKey } from '../../src/recordings/keys.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
@@ -43,6 +45,16 @@ const SCRIPT = {
   ],
 };
 
+/** A digits ask answered only on the keypad (docs/scripts.md, "Keyed answers"). */
+const KEYPAD_SCRIPT = {
+  name: 'Keypad check',
+  voicemail_detection: false,
+  steps: [
+    { id: 'ask_code', type: 'ask', question: 'Please key your four digit code, then the hash key.', variable: 'answers.code', expect: 'digits', input: 'dtmf' },
+    { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
+  ],
+};
+
 let stack: PhoneStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
@@ -52,6 +64,7 @@ let team: TestTeam;
 let blockedTeam: TestTeam;
 let scriptId: string;
 let blockedScriptId: string;
+let keypadScriptId: string;
 
 /** The callee's microphone: silence, "yes" once the prompt has played (and again for a reprompt), then silence. */
 async function answersWav(dir: string): Promise<string> {
@@ -75,6 +88,7 @@ before(async () => {
   blockedTeam = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
   ({ id: blockedScriptId } = await insertScript(app.pool, { teamId: blockedTeam.teamId, name: SCRIPT.name, definition: SCRIPT }));
+  ({ id: keypadScriptId } = await insertScript(app.pool, { teamId: team.teamId, name: KEYPAD_SCRIPT.name, definition: KEYPAD_SCRIPT }));
   phone = await BaresipPhone.start({
     accounts: [
       { number: ANSWERS, answer: 'auto' },
@@ -197,6 +211,30 @@ describe('outbound phone calls to baresip through the SIP trunk', () => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(await result(callId), { callId, status: 'cancelled', endReason: 'cancelled' });
     await waitUntil(() => phone.events.filter((e) => e.type === 'CALL_CLOSED').length > closed, 'the phone got the BYE');
+  });
+
+  test('the callee keys digits on the phone (baresip’s RFC 4733 events): they answer a digits ask, as the user’s turn with a keyed note', async () => {
+    const callId = await createPhoneCall(ANSWERS, { team, scriptId: keypadScriptId });
+    const asks = async () => {
+      const history = await env.client.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+      return (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'askCaller').length;
+    };
+    // The edge hears keys once its ask has begun: the keys go a second after each ask is
+    // scheduled, inside its prompt (an ask that missed them times out and is asked once more).
+    let keyed = 0;
+    for (let i = 0; i < 600 && !isTerminalStatus((await callRow(app.pool, callId)).status); i++) {
+      if ((await asks()) > keyed) {
+        keyed += 1;
+        await new Promise((r) => setTimeout(r, 1000));
+        await phone.select(ANSWERS);
+        await phone.command('/sndcode 4071#');
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+    const row = await callRow(app.pool, callId);
+    assert.ok(row.conversation.some((t) => t.role === 'user' && t.text === '4071'), `the keyed code is the callee's answer: ${JSON.stringify(row.conversation)}`);
+    assert.ok(row.system_notes.some((n) => n.kind === 'keyed_answer'), JSON.stringify(row.system_notes));
   });
 
   test('RTP that stops (the phone frozen) ends the call dropout / connection_lost', async () => {

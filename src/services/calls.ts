@@ -19,6 +19,7 @@ import {
   completeCall,
   findCallById,
   findCallsWithoutWorkflow,
+  findOpenCallIds,
   findStaleOpenCalls,
   findTeamCall,
   insertCall,
@@ -323,6 +324,20 @@ export interface ReconcileReport {
 
 /** A granted call that has not taken its slot after this long is woken again. */
 const REWAKE_GRANTED_AFTER_MS = 30_000;
+
+/**
+ * Waits until none of `callIds` is open any more (their workflows wrote how they ended), for
+ * at most `timeoutMs`; the ones still open then. `npm start` stopping: the calls its edge hung
+ * up get their end written by this process's worker before it stops (docs/media-edge.md).
+ */
+export async function waitForCallsToEnd(deps: { pool: Pool }, callIds: string[], timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await findOpenCallIds(deps.pool, callIds);
+    if (open.length === 0 || Date.now() >= deadline) return open;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 /**
  * One reconciler pass: starts the workflow of every open call row written more than

@@ -4,7 +4,7 @@
 // operator CLI, and refuses webhook endpoints on this machine's network (docs/security.md).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -22,6 +22,7 @@ const FORMER_CONSTANTS = ['local-media-edge-secret-change-me', 'local-recording-
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'npm-start-'));
 let service: ChildProcess;
 let stdout = '';
+let stderr = '';
 let apiBase = '';
 
 const UNSET = ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'HOST', 'MEDIA_EDGE_SECRET', 'RECORDING_LINK_SECRET', 'WEBHOOK_ALLOW_PRIVATE_URLS', 'SECRETS_ENCRYPTION_KEY', 'EMBEDDED_POSTGRES_PASSWORD', 'NODE_ENV'];
@@ -45,7 +46,6 @@ before(async () => {
     env: { ...newUserEnv(), PORT: '0', MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${edgePort}/ws` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stderr = '';
   service.stderr!.on('data', (d) => (stderr += d));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`npm start did not come up in 180 s: ${stdout}${stderr}`)), 180_000);
@@ -123,4 +123,19 @@ test('the operator CLI shares the install’s secrets; webhook endpoints on this
   const body = (await res.json()) as { success: boolean; message: string };
   assert.equal(body.success, false);
   assert.match(body.message, /^Invalid request: url must not point to a loopback, private, link-local or other non-public address/);
+});
+
+test('Ctrl-C (SIGINT) stops it cleanly: exit 0, nothing logged at error level, and the Postgres and Temporal dev server it started are stopped', async () => {
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => service.once('exit', (code, signal) => resolve({ code, signal })));
+  const postgresPort = runningEmbeddedPort(dataDir);
+  assert.ok(postgresPort, 'the embedded Postgres runs');
+  const before = stdout.length;
+  service.kill('SIGINT');
+  // Was 130: embedded-postgres's exit hook stopped Postgres at once and ended the process before it had drained.
+  assert.deepEqual(await exited, { code: 0, signal: null }, `${stderr}\n${stdout.split('\n').slice(-20).join('\n')}`);
+  assert.deepEqual(stdout.slice(before).split('\n').filter((l) => /"level":(50|60)\b/.test(l)), [], 'nothing logged at error level while stopping');
+  // A clean Postgres shutdown removes its pid file; the dev server's port is free.
+  assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false, 'the embedded Postgres stopped');
+  assert.deepEqual(listeningAddresses(postgresPort), []);
+  assert.deepEqual(listeningAddresses(Number(temporalPorts.TEMPORAL_DEV_PORT)), [], 'the Temporal dev server stopped');
 });

@@ -119,6 +119,13 @@ export async function insertCall(db: Queryable, call: NewCall): Promise<{ call: 
   return { call: existing, created: false };
 }
 
+/** Which of `callIds` are still open (scheduled or in progress). */
+export async function findOpenCallIds(db: Queryable, callIds: string[]): Promise<string[]> {
+  if (callIds.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(`SELECT id FROM calls WHERE id = ANY($1::uuid[]) AND status IN ('scheduled', 'in-progress')`, [callIds]);
+  return rows.map((r) => r.id);
+}
+
 export async function findCallById(db: Queryable, callId: string): Promise<CallRecord | undefined> {
   const { rows } = await db.query<CallRecord>('SELECT * FROM calls WHERE id = $1', [callId]);
   return rows[0];

@@ -73,8 +73,11 @@ export interface ConverseTurnResult extends EdgeSystemNotes {
   usage: ConverseUsage;
   heard?: { kind: 'utterance'; text: string; keyed?: boolean } | { kind: 'silence' };
   error?: { code: string; message: string; status?: number };
-  /** ms from the activity's start: the model's first token, its first whole sentence, the first agent audio. */
-  timings?: { firstTokenMs?: number; firstSentenceMs?: number; firstAudioMs?: number };
+  /**
+   * When the turn began on the edge (epoch ms, the conversation engine's clock), and ms from then:
+   * the model's first token, its first whole sentence, the first agent audio (bench/converse.ts).
+   */
+  timings?: { startedAt?: number; firstTokenMs?: number; firstSentenceMs?: number; firstAudioMs?: number };
 }
 
 /** The activity a media edge runs on its own task queue for a converse step (src/mediaEdge/activities.ts). */

@@ -109,7 +109,7 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
   }
   const llm = deps.llm;
 
-  const timings: NonNullable<ConverseTurnResult['timings']> = {};
+  const timings: NonNullable<ConverseTurnResult['timings']> = { startedAt: Math.round(started) };
   const queue = new SentenceQueue();
   const model = new AbortController();
   const onAbort = () => model.abort(signal.reason);

@@ -11,8 +11,12 @@
 // besides the CANCEL (within a loose 20 s: the ring timeout, the other way a CANCEL comes, is 60 s).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createLogger } from '../../src/logging/logger.js';
@@ -35,6 +39,12 @@ const SETTINGS = {
   MEDIA_EDGE_SECRET: SECRET,
   RATE_LIMITS_ENABLED: 'false',
 } as const;
+// RECORD_CALL_HISTORIES=1 (or a list naming trunk-cancelled-while-ringing) keeps the first test's
+// history for the replay test (test/workflows/callWorkflowLifecycle.test.ts): it guards the
+// cancel-dial-while-ringing branch.
+const RECORD = process.env.RECORD_CALL_HISTORIES ?? '';
+const { History } = proto.temporal.api.history.v1;
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'callHistories');
 /** Far longer than the new way takes, far shorter than the ring timeout (the old way's CANCEL). */
 const CANCEL_BOUND_MS = 20_000;
 
@@ -208,6 +218,11 @@ describe('cancel-call while the phone rings', { concurrency: true }, () => {
     assert.equal(trunk.cancelledAt.get(to), cancel, 'one CANCEL');
     const row = await callRow(app.pool, callId);
     assert.deepEqual(row.system_notes, [], 'the call’s end is the cancel, with no note of the dial');
+    if (RECORD === '1' || RECORD.split(',').includes('trunk-cancelled-while-ringing')) {
+      mkdirSync(HISTORIES_DIR, { recursive: true });
+      const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+      writeFileSync(path.join(HISTORIES_DIR, 'call-trunk-cancelled-while-ringing.bin'), History.encode(history).finish());
+    }
   });
 
   test('cancel-call before the phone rings (only 100 Trying): the service refuses the edge’s ringing report as cancelled, and the CANCEL follows the 180 at once', async () => {

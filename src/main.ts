@@ -16,6 +16,7 @@ import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js
 import { servePartMetrics, temporalRuntimeMetrics, type MetricsServer } from './metrics/server.js';
 import { watchDatabase, workerRegistry } from './metrics/workerMetrics.js';
 import { installTracing, shutdownTracing } from './tracing/tracing.js';
+import { chatCompletionsClientFromConfig } from './llm/chatCompletions.js';
 
 /** How long stopping waits for the workflows of the calls the edge hung up to write their ends. */
 const CALL_ENDS_WAIT_MS = 15_000;
@@ -52,7 +53,7 @@ async function start(): Promise<(signal: string) => Promise<boolean>> {
   // given); a MEDIA_EDGE_WS_URL naming another host means the edge runs elsewhere (npm run media-edge).
   const edgeConfig = loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` });
   const edge = servesEdgeHere(edgeConfig)
-    ? await startVoiceEdge({ config: edgeConfig, logger, speech, endpointing, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE })
+    ? await startVoiceEdge({ config: edgeConfig, logger, speech, endpointing, recordings, temporalAddress: temporal.address, temporalNamespace: config.TEMPORAL_NAMESPACE, llm: chatCompletionsClientFromConfig(config) })
     : undefined;
   // One process: the calls' counters are served once, with the API's.
   watchDatabase(database.pool);

@@ -5,7 +5,8 @@
 // Festival and the offline recognisers) whose trunk is baresip on loopback
 // (/work/shared/recipes/sip-test-phones.md): one account auto-answers and plays a
 // festival-made WAV (a "yes" timed after the prompt), one rings until CANCEL, and any other
-// number is answered 404. Every test counts the INVITEs baresip saw for its call: one. The
+// number is answered 404. The script runs the Auth Check of the callee's "yes" (verified, and
+// against a record holding "no", not verified). Every test counts the INVITEs baresip saw for its call: one. The
 // script turns the screening for answering machines off (voicemail_detection: false): these
 // tests time the callee's answers from the script's start; the screening meets baresip in
 // test/e2e/phoneVoicemail.test.ts.
@@ -35,15 +36,26 @@ const ANSWERS = '+14155550171';
 const RINGS = '+14155550172';
 const NO_SUCH = '+14155550173';
 
-const SCRIPT = {
+/**
+ * Greets, asks a yes/no, runs the Auth Check of that answer against `onRecord` (the callee
+ * always says "yes"), says whether it verified and ends.
+ */
+const phoneCheckScript = (onRecord: 'yes' | 'no') => ({
   name: 'Phone check',
   voicemail_detection: false,
   steps: [
     { id: 'greet', type: 'say', text: 'Hello, this is the account line.' },
     { id: 'ask_ok', type: 'ask', question: 'Is this a good time to talk?', variable: 'answers.ok', expect: 'yes_no' },
+    { id: 'verify', type: 'tool', tool: 'Auth | Check', settings: { record_array: [onRecord], check_array: ['{{answers.ok}}'], required_match_count: '', exact: 'Yes' } },
+    { id: 'route', type: 'branch', cases: [{ when: { variable: 'auth_check.verified', equals: true }, next: 'verified' }], default: 'not_verified' },
+    { id: 'verified', type: 'say', text: 'You are verified.', next: 'bye' },
+    { id: 'not_verified', type: 'say', text: 'I could not verify you.', next: 'bye' },
     { id: 'bye', type: 'end', text: 'Thank you. Goodbye.' },
   ],
-};
+});
+const SCRIPT = phoneCheckScript('yes');
+/** The same script whose record holds "no": the callee's "yes" is the wrong answer. */
+const WRONG_ANSWER_SCRIPT = phoneCheckScript('no');
 
 /** A digits ask answered only on the keypad (docs/scripts.md, "Keyed answers"). */
 const KEYPAD_SCRIPT = {
@@ -65,6 +77,7 @@ let blockedTeam: TestTeam;
 let scriptId: string;
 let blockedScriptId: string;
 let keypadScriptId: string;
+let wrongAnswerScriptId: string;
 
 /** The callee's microphone: silence, "yes" once the prompt has played (and again for a reprompt), then silence. */
 async function answersWav(dir: string): Promise<string> {
@@ -89,6 +102,7 @@ before(async () => {
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
   ({ id: blockedScriptId } = await insertScript(app.pool, { teamId: blockedTeam.teamId, name: SCRIPT.name, definition: SCRIPT }));
   ({ id: keypadScriptId } = await insertScript(app.pool, { teamId: team.teamId, name: KEYPAD_SCRIPT.name, definition: KEYPAD_SCRIPT }));
+  ({ id: wrongAnswerScriptId } = await insertScript(app.pool, { teamId: team.teamId, name: WRONG_ANSWER_SCRIPT.name, definition: WRONG_ANSWER_SCRIPT }));
   phone = await BaresipPhone.start({
     accounts: [
       { number: ANSWERS, answer: 'auto' },
@@ -118,6 +132,15 @@ async function createPhoneCall(to: string, from: { team: TestTeam; scriptId: str
 }
 
 const result = (callId: string) => callResultOrStuck(app.pool, env.client, callId, 90_000);
+
+/** The call as get-call-result returns it. */
+async function callResult(callId: string): Promise<{ transcript_json: { role: string; text: string }[]; system_notes: { kind: string; data?: Record<string, any> }[] }> {
+  const res = await app.request('GET', `/api/v1/get-call-result/${callId}`, { key: team.apiKey });
+  assert.equal(res.status, 200, res.text);
+  return res.json.call;
+}
+/** The Auth Check's variables in get-call-result (its System Note). */
+const authCheckOf = async (callId: string) => (await callResult(callId)).system_notes.find((n) => n.kind === 'auth_check')?.data?.variables;
 /**
  * INVITEs that reached baresip for the call, by the SIP Call-ID derived from the call id: an
  * auto-answering account reports each offer it takes (CALL_REMOTE_SDP offer), a ringing one
@@ -139,7 +162,7 @@ function voicedMs(file: string): number {
 }
 
 describe('outbound phone calls to baresip through the SIP trunk', () => {
-  test('the callee answers: the script runs, its "yes" is recognised, the call completes with a stereo recording, and baresip heard the agent', async () => {
+  test('the callee answers: the script runs, its "yes" is recognised, the Auth Check verifies it, the call completes with a stereo recording, and baresip heard the agent', async () => {
     const callId = await createPhoneCall(ANSWERS);
     assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
     assert.equal(invitesOf(callId), 1, `one INVITE; events ${JSON.stringify(phone.events)}`);
@@ -149,6 +172,11 @@ describe('outbound phone calls to baresip through the SIP trunk', () => {
     const turns = row.conversation.map((t) => `${t.role}: ${t.text}`);
     assert.ok(turns.includes('agent: Hello, this is the account line.'), turns.join(' | '));
     assert.ok(row.conversation.some((t) => t.role === 'user' && /\byes\b/i.test(t.text)), `the callee's yes is heard: ${turns.join(' | ')}`);
+    const auth = await authCheckOf(callId);
+    assert.equal(auth?.verified, true, JSON.stringify(auth));
+    assert.equal(auth?.status, 'verified');
+    assert.equal(auth?.matched_count, 1);
+    assert.ok(turns.includes('agent: You are verified.'), `the script took the verified branch: ${turns.join(' | ')}`);
     const stored = path.join(app.config.RECORDINGS_DIR!, recordingKey(team.teamId, callId));
     for (let i = 0; i < 50 && !existsSync(stored); i++) await new Promise((r) => setTimeout(r, 100));
     const layout = readWavLayout(readFileSync(stored));
@@ -159,6 +187,18 @@ describe('outbound phone calls to baresip through the SIP trunk', () => {
     // Greeting, question and goodbye: several seconds of the agent's voice.
     const ms = voicedMs(heard);
     assert.ok(ms > 2500 && ms < 20_000, `baresip heard ${ms} ms of the agent's speech`);
+  });
+
+  test('a wrong answer (the callee says yes, the record holds no): the Auth Check is not verified in get-call-result, the script says so, and the call completes', async () => {
+    const callId = await createPhoneCall(ANSWERS, { team, scriptId: wrongAnswerScriptId });
+    assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+    const auth = await authCheckOf(callId);
+    assert.equal(auth?.verified, false, JSON.stringify(auth));
+    assert.equal(auth?.status, 'failed');
+    assert.equal(auth?.matched_count, 0);
+    const call = await callResult(callId);
+    assert.ok(call.transcript_json.some((t) => t.role === 'user' && /\byes\b/i.test(t.text)), JSON.stringify(call.transcript_json));
+    assert.ok(call.transcript_json.some((t) => t.role === 'agent' && t.text === 'I could not verify you.'), JSON.stringify(call.transcript_json));
   });
 
   test('nobody answers within the ring timeout: CANCEL reaches the phone, and the call ends rang-out / no_answer', async () => {

@@ -62,6 +62,22 @@ export const GREETINGS: readonly string[] = [
   'Sorry, the person you are calling cannot take your call. Record your message after the tone.',
   "Hi. Leave a message.",
   "Good morning, this is Robert Chen. I am currently in meetings all day. Please leave a detailed message and I'll respond by tomorrow.",
+  "You've reached Maria. Text me instead, I don't check voicemail.",
+  'The subscriber cannot be reached. Please try again later.',
+  "Hi, this is Kevin from Blue Sky Plumbing. We're out on a job. Leave your address and the problem and we'll call you back today.",
+  'Please leave your message for 2 0 2 5 5 5 0 1 4 7 after the tone.',
+  "Yo, it's Danny. Do your thing at the beep.",
+  "Thank you for calling Riverside Dental. Our office is currently closed. Please leave a message and we'll call you on the next business day.",
+  "Hi, you've reached Emily and Jack. We're not home. Leave a message!",
+  'The customer you are calling is unavailable. To leave a callback number, press 1. Otherwise, please leave a message after the tone.',
+  "This is Karen. I'm in a meeting. Leave a message.",
+  "Hello, you have reached the voicemail box of extension 2 1 4. Please leave a message after the tone and I'll return your call.",
+  "Hi, Ben here. Can't talk right now. Leave your name and number.",
+  'At the tone, please record your message. When you are finished, hang up or press pound for more options.',
+  "You've reached the after hours line of Greenfield Property Management. For maintenance emergencies, please call 5 5 5 0 1 9 8. Otherwise leave a message.",
+  "Hello, it's Olivia. I'm driving right now. I'll call you back.",
+  'Sorry I missed your call. Please leave a message.',
+  "Hi, this is Professor Wright. I'm away from the office this week with limited access to voicemail. Please send me an email instead.",
 ];
 
 /** How people pick up: the opening, and how long they wait before speaking (a silent pause then "hello"). */
@@ -90,6 +106,22 @@ export const OPENINGS: readonly { text: string; leadMs?: number }[] = [
   { text: 'Hello.', leadMs: 2000 },
   { text: 'Yes, speaking.' },
   { text: 'Morning.' },
+  { text: 'Hello, this is Anna.' },
+  { text: 'Yeah, hello?' },
+  { text: 'Hi, who am I speaking to?' },
+  { text: 'Hello?', leadMs: 2500 },
+  { text: 'Uh, hello?' },
+  { text: 'Good morning, Dave speaking.' },
+  { text: 'Yes, can I help you?' },
+  { text: "Hello, what's up?" },
+  { text: 'Hi, yes?', leadMs: 1000 },
+  { text: 'Hello, Peter here.' },
+  { text: 'Hey, who is this?' },
+  { text: 'Evening.' },
+  { text: 'Hello, yes.' },
+  { text: 'This is Maria.' },
+  { text: 'Hi, hello?' },
+  { text: 'Yes, go ahead.' },
 ];
 
 export interface LabelledLine {
@@ -119,7 +151,7 @@ const BEEP_MS = 400;
 const TRAIL_MS = 4000;
 
 /**
- * The set: every greeting and every opening by both voices (2 × 24 of each), the speed
+ * The set: every greeting and every opening by both voices (2 × 40 of each), the speed
  * turning with the text, a beep after every other greeting, the lead silence and the
  * line noise varied.
  */

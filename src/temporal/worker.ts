@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogEntry, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/index.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
@@ -121,6 +122,18 @@ export async function createWebhookWorker(opts: { connection: NativeConnection; 
   });
 }
 
+/** The workflow tasks waiting on `taskQueue` (its normal queue; Temporal's approximate count). */
+export async function workflowBacklog(temporal: Client, namespace: string, taskQueue: string): Promise<number> {
+  const described = await temporal.workflowService.describeTaskQueue({
+    namespace,
+    // TASK_QUEUE_KIND_NORMAL and TASK_QUEUE_TYPE_WORKFLOW (temporal.api.enums.v1).
+    taskQueue: { name: taskQueue, kind: 1 },
+    taskQueueType: 1,
+    reportStats: true,
+  });
+  return Number(described.stats?.approximateBacklogCount ?? 0);
+}
+
 /** The service's worker, running: what `npm start` and `npm run worker` both start. */
 export interface RunningWorker {
   /** Settles when the worker stops (after `shutdown`, or on a fatal error). */
@@ -151,7 +164,10 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
   await ensureCallsReconciler({ temporal: deps.temporal, config: deps.config });
   await ensureWebhookDeliverySweeper({ temporal: deps.temporal, config: deps.config });
   // Admits due calls from the line at the rate this worker sustains (docs/calls.md, "Admission").
-  const pacer = startAdmissionPacer({ pool: deps.pool, temporal: deps.temporal, logger: deps.logger }, { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND });
+  const pacer = startAdmissionPacer(
+    { pool: deps.pool, temporal: deps.temporal, logger: deps.logger },
+    { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live) },
+  );
   const stopped = done.finally(() => pacer.stop());
   return {
     done: stopped,

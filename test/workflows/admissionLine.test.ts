@@ -9,11 +9,12 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import proto from '@temporalio/proto';
 import { Worker as ReplayWorker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { admissionLineTeams, admitFromLine, countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
-import { startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
+import { LIVE_BACKLOG_LIMIT, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
 import { cancelCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
@@ -148,6 +149,24 @@ describe('admission line', () => {
     assert.deepEqual(await stepsBesideTimers(id), ['signal cancelCall', 'admitCall'], 'woken by the cancel, not by a grant');
     assert.deepEqual(await calls.admissions(id), ['not_scheduled']);
     await record(id, 'cancelled-in-the-line');
+  });
+
+  test('the pacer holds while the live-call queue is behind: nothing is admitted until its backlog falls, then the line moves', async () => {
+    await lineOfThisFile();
+    const team = await createTestTeam(pool, { maxConcurrent: 5 });
+    const ids = await dueTogether(team, 3, new Date(Date.now() + 3000));
+    let backlog = LIVE_BACKLOG_LIMIT + 1;
+    const pacer = startAdmissionPacer({ pool, temporal: env.client }, { ratePerSecond: 20, liveBacklog: async () => backlog });
+    try {
+      // Due after three seconds (sleeping in the line); the pacer looks at it ten times a second meanwhile.
+      await delay(5000);
+      for (const id of ids) assert.equal((await callRow(pool, id)).slot_granted_at, null, 'not admitted while the live calls are behind');
+      backlog = LIVE_BACKLOG_LIMIT;
+      const outcomes = await Promise.all(ids.map(result));
+      assert.deepEqual(outcomes.map((o) => o.status), Array(3).fill('completed'));
+    } finally {
+      await pacer.stop();
+    }
   });
 
   // Last: it skips the test server's clock far ahead.

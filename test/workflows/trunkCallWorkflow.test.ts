@@ -4,7 +4,8 @@
 // ringing report, real RTP session) on the shared dial queue. Only the far end is a stand-in:
 // a typed trunk that answers each callee number as the test says (a person who says "hello" over
 // real RTP, or a silent line: an answering machine by its initial silence), and a media edge
-// queue that plays a scripted caller. The SIP pieces themselves meet baresip in
+// queue that plays a scripted caller; a retried dial also meets baresip (the real trunk agent,
+// a real telephone counting the INVITEs it received). The SIP pieces themselves meet baresip in
 // test/e2e/phoneCalls.test.ts (and a voicemail greeting with its beep in test/e2e/phoneVoicemail.test.ts).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +31,7 @@ import { SCREENING_WAIT_MS } from '../../workflows/trunkCall.js';
 import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
+import { BaresipPhone } from '../support/baresip.js';
 import { RtpPeer } from '../support/rtpPeer.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
 
@@ -51,7 +53,9 @@ type Callee =
   | { ringUntilCancelled: true }
   | { crashAfterInvite: true }
   /** The real SIP trunk agent, whose trunk is a TCP port nobody listens on. */
-  | { unreachableTrunk: true };
+  | { unreachableTrunk: true }
+  /** The real SIP trunk agent to baresip, which answers; then the transport fails (the dial activity's first attempt fails after the call was answered). */
+  | { baresipThenCrash: true };
 
 /** A trunk stand-in: counts INVITEs, CANCELs and BYEs by callee number. */
 class StandInTrunk {
@@ -67,6 +71,11 @@ class StandInTrunk {
     this.invites.push(req);
     const callee = this.callees.get(req.toNumber) ?? { reject: [404, 'Not Found'] };
     if ('unreachableTrunk' in callee) return deadTrunk.invite(req);
+    if ('baresipThenCrash' in callee) {
+      const answered = await phoneTrunk.invite(req);
+      if (answered.kind === 'answered') await answered.dialog.bye();
+      throw new Error(`the transport failed after baresip's ${answered.kind} reply`);
+    }
     if ('crashAfterInvite' in callee) throw new Error('the transport failed after the INVITE went out');
     req.onProgress?.(180, 'Ringing');
     if ('reject' in callee) return { kind: 'failed', status: callee.reject[0], reason: callee.reject[1] };
@@ -127,6 +136,10 @@ let plain: Client;
 let team: TestTeam;
 const trunk = new StandInTrunk();
 let deadTrunk: SipTrunkAgent;
+/** A real telephone (baresip, auto-answering BARESIP_CALLEE) and the real SIP trunk agent whose trunk it is. */
+let phone: BaresipPhone;
+let phoneTrunk: SipTrunkAgent;
+const BARESIP_CALLEE = calleeNumber('1999');
 const held = new Map<string, PhoneCall>();
 /** What the scripted callee says to each ask, by call id (default: yes). */
 const calleeAnswers = new Map<string, string[]>();
@@ -205,6 +218,11 @@ before(async () => {
     settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${closed};transport=tcp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
     logger: createLogger('silent'),
   });
+  phone = await BaresipPhone.start({ accounts: [{ number: BARESIP_CALLEE, answer: 'auto' }] });
+  phoneTrunk = await SipTrunkAgent.start({
+    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
+    logger: createLogger('silent'),
+  });
   env = await createTimeSkippingEnv();
   app = await startTestApi({ temporal: env.client, config: SETTINGS });
   plain = new Client({ connection: env.connection, namespace: env.namespace });
@@ -221,6 +239,8 @@ after(async () => {
   await app?.close();
   await env?.teardown();
   await deadTrunk?.close();
+  await phoneTrunk?.close();
+  await phone?.stop();
   for (const peer of trunk.peers) peer.close();
 });
 
@@ -231,8 +251,7 @@ function nextCallee(): string {
   return calleeNumber(String(2000 + calleeSeq));
 }
 
-async function createPhoneCall(callee: Callee, scriptId = team.scriptId): Promise<{ callId: string; to: string }> {
-  const to = nextCallee();
+async function createPhoneCall(callee: Callee, scriptId = team.scriptId, to = nextCallee()): Promise<{ callId: string; to: string }> {
   trunk.callees.set(to, callee);
   const res = await app.request('POST', '/api/v1/create-phone-call', {
     key: team.apiKey,
@@ -402,6 +421,18 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
     assert.ok(Math.max(...attempts) >= 2, `the dial activity was retried (attempts ${attempts.join(', ')})`);
     const notes = (await callRow(app.pool, callId)).system_notes.filter((n) => n.kind === 'telephony');
     assert.match(notes[0]?.text ?? '', /not dialled again/);
+  });
+
+  test('with baresip as the far end: the dial activity fails after baresip answered, is retried, and baresip received one INVITE for the call', async () => {
+    const { callId } = await createPhoneCall({ baresipThenCrash: true }, team.scriptId, BARESIP_CALLEE);
+    const end = await result(callId);
+    // Each offer an auto-answering baresip account takes is one CALL_REMOTE_SDP offer.
+    const offers = phone.events.filter((e) => e.id === sipCallIdOf(callId) && e.type === 'CALL_REMOTE_SDP' && e.param === 'offer');
+    assert.equal(offers.length, 1, `one INVITE reached baresip; events ${JSON.stringify(phone.events)}`);
+    assert.deepEqual(end, { callId, status: 'failed', endReason: 'media_edge_lost' });
+    const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
+    const attempts = (history.events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt ?? 1] : []));
+    assert.ok(Math.max(...attempts) >= 2, `the dial activity was retried (attempts ${attempts.join(', ')})`);
   });
 });
 

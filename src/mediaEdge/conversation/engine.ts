@@ -178,53 +178,9 @@ export class ConversationEngine {
    * stops the playback and rejects.
    */
   async speak(text: string, options: { bargeIn?: boolean; bargeInOnDigit?: boolean; signal?: AbortSignal } = {}): Promise<SpeakResult> {
-    const { bargeIn = false, bargeInOnDigit = false, signal } = options;
-    this.assertOpen();
-    if (signal?.aborted) throw abortReason(signal);
-    const requestedAt = this.now();
-    // The caller's context (the activity's span): the turn this line answers links to it.
-    const repliedIn = context.active();
-    const stop = new AbortController();
-    let interrupted = false;
-    let playedFrames = 0;
-    let firstFrameAt: number | undefined;
-    let stopped!: () => void;
-    const stopping = new Promise<void>((resolve) => (stopped = resolve));
-    const halt = () => {
-      if (stop.signal.aborted) return;
-      interrupted = true;
-      stop.abort();
-      this.channel.clear();
-      stopped();
-    };
-    const unsubscribeOutbound = this.channel.onOutbound(() => {
-      playedFrames++;
-      if (firstFrameAt === undefined) {
-        firstFrameAt = this.now();
-        this.recordTurn(firstFrameAt, requestedAt, repliedIn);
-      }
-    });
-    const unsubscribeSpeech = bargeIn ? this.onSpeech((event) => event.type === 'speech_start' && halt()) : () => undefined;
-    const unsubscribeDigit = bargeInOnDigit && this.channel.onDigit ? this.channel.onDigit(() => halt()) : () => undefined;
-    const unsubscribeClose = this.onClose(() => halt());
-    signal?.addEventListener('abort', halt);
-    try {
-      // This engine stands for the call: its lines queue apart from other calls' at a shared engine.
-      for await (const frame of this.synthesizer.synthesize(text, { signal: stop.signal, call: this })) {
-        if (stop.signal.aborted) break;
-        this.channel.enqueue(frame);
-      }
-      if (!stop.signal.aborted) await Promise.race([this.channel.drained(), stopping]);
-      if (signal?.aborted) throw abortReason(signal);
-      this.assertOpen();
-      return { interrupted, playedMs: playedFrames * FRAME_MS, firstFrameAt };
-    } finally {
-      signal?.removeEventListener('abort', halt);
-      unsubscribeOutbound();
-      unsubscribeSpeech();
-      unsubscribeDigit();
-      unsubscribeClose();
-    }
+    const sentences = [text];
+    const { interrupted, playedMs, firstFrameAt } = await this.play({ next: async () => sentences.shift() }, options);
+    return { interrupted, playedMs, firstFrameAt };
   }
 
   /**
@@ -234,10 +190,16 @@ export class ConversationEngine {
    * sentences played, and the one cut by the barge-in up to its share of words played.
    */
   async speakSentences(source: SentenceSource, options: { signal?: AbortSignal } = {}): Promise<SpokenSentences> {
-    const { signal } = options;
+    return this.play(source, { bargeIn: true, signal: options.signal });
+  }
+
+  /** `speak` and `speakSentences`: each sentence synthesised onto the channel as `source` gives it. */
+  private async play(source: SentenceSource, options: { bargeIn?: boolean; bargeInOnDigit?: boolean; signal?: AbortSignal }): Promise<SpokenSentences> {
+    const { bargeIn = false, bargeInOnDigit = false, signal } = options;
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
     const requestedAt = this.now();
+    // The caller's context (the activity's span): the turn this line answers links to it.
     const repliedIn = context.active();
     const stop = new AbortController();
     let interrupted = false;
@@ -261,7 +223,8 @@ export class ConversationEngine {
         this.recordTurn(firstFrameAt, requestedAt, repliedIn);
       }
     });
-    const unsubscribeSpeech = this.onSpeech((event) => event.type === 'speech_start' && halt());
+    const unsubscribeSpeech = bargeIn ? this.onSpeech((event) => event.type === 'speech_start' && halt()) : () => undefined;
+    const unsubscribeDigit = bargeInOnDigit && this.channel.onDigit ? this.channel.onDigit(() => halt()) : () => undefined;
     const unsubscribeClose = this.onClose(() => halt());
     signal?.addEventListener('abort', halt);
     try {
@@ -271,6 +234,7 @@ export class ConversationEngine {
         if (sentence === undefined || stop.signal.aborted) break;
         const span = { text: sentence, frames: 0 };
         spans.push(span);
+        // This engine stands for the call: its lines queue apart from other calls' at a shared engine.
         for await (const frame of this.synthesizer.synthesize(sentence, { signal: stop.signal, call: this })) {
           if (stop.signal.aborted) break;
           this.channel.enqueue(frame);
@@ -286,6 +250,7 @@ export class ConversationEngine {
       signal?.removeEventListener('abort', halt);
       unsubscribeOutbound();
       unsubscribeSpeech();
+      unsubscribeDigit();
       unsubscribeClose();
     }
   }

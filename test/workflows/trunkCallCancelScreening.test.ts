@@ -291,6 +291,23 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
   });
 
+  /**
+   * Until the workflow has completed the task that took the cancel. A dial ending inside that
+   * task's window meets a bug of the time-skipping test server (not of the real one): it refuses
+   * the task's cancel request for the activity that completed meanwhile and never hands the run
+   * another task (a CI run stalled so). The report still comes after the cancel, as on a line.
+   */
+  async function cancelTaskCompleted(callId: string): Promise<void> {
+    const handle = plain.workflow.getHandle(callWorkflowId(callId));
+    for (let i = 0; i < 600; i++) {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'cancelCall');
+      if (signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskCompletedEventAttributes)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail(`the workflow of call ${callId} did not take the cancel`);
+  }
+
   test('cancel-call before the edge’s answered report: the service refuses it as cancelled, and the dial ends cancelled (BYE), with no note that the edge hung up', async () => {
     const { callId, to } = await screenedCall('silence', { holdAnswer: true });
     // The workflow's own cancelDial waits on the edge until the refusal has been handled: the edge hears of the cancel from the service first.
@@ -300,6 +317,7 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     assert.ok(releaseAnswer.has(callId), 'the callee answered, and the edge screens the answer');
     const res = await cancelCall(callId);
     assert.equal(res.status, 200, res.text);
+    await cancelTaskCompleted(callId);
     releaseAnswer.get(callId)?.();
     await answeredReports.get(callId);
     letCancelDialGo();

@@ -1,7 +1,8 @@
-// test-runner: alone (eight simulated calls at once must each last 3–5 s of real time; a result read within the 3 s before analysis)
+// test-runner: alone (a result read within the 3 s before analysis)
 // The call workflow end to end in the time-skipping environment: real activities over the
-// test database, the simulator as voice provider. This file holds the tests that time calls
-// in real time; the rest of the call workflow's life (scheduling, cancel, retry, the ceiling,
+// test database, the simulator as voice provider. This file holds the tests that run calls
+// in real time (a call's length is read from its timers, not the wall clock: bench/campaignScale.ts
+// prints how long simulated calls take on a busy machine); the rest of the call workflow's life (scheduling, cancel, retry, the ceiling,
 // web calls, crashes, replay) is in callWorkflowLifecycle.test.ts, which shares the machine.
 //
 // Time is driven explicitly: results are awaited through a plain client (which leaves time
@@ -19,7 +20,7 @@ import { CALL_ID, CALL_STATUS, CALL_TYPE, TEAM_ID } from '../../src/temporal/sea
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { ANALYSIS_DELAY_MS } from '../../workflows/callWorkflow.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
-import { callRow, callTestConfig, waitForCall } from '../support/calls.js';
+import { callRow, callTestConfig, historyStep, waitForCall } from '../support/calls.js';
 import { callWorkflowEnv, scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
 
 let env: TestWorkflowEnvironment;
@@ -30,6 +31,17 @@ const schedule = (team: TestTeam, lastFour: string) => scheduleSimulatedCall(dep
 /** A call that has not ended within a minute fails the test with its row and last workflow events. */
 const result = (callId: string) => calls.result(callId, 60_000);
 const { steps } = calls;
+const SIMULATOR_CALL_SECONDS = callTestConfig().SIMULATOR_CALL_SECONDS;
+
+/** The timers the call's workflow started before completeCall (the simulated plan's ring and talk), in ms. */
+async function conversationTimersMs(callId: string): Promise<number[]> {
+  const events = (await calls.plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory()).events ?? [];
+  const end = events.findIndex((e) => historyStep(e) === 'completeCall');
+  return events.slice(0, end).flatMap((e) => {
+    const fire = e.timerStartedEventAttributes?.startToFireTimeout;
+    return fire ? [Number(fire.seconds ?? 0) * 1000 + Math.round((fire.nanos ?? 0) / 1e6)] : [];
+  });
+}
 
 describe('call workflow: outcomes', () => {
   const cases: [string, string, string, boolean][] = [
@@ -55,8 +67,21 @@ describe('call workflow: outcomes', () => {
       const row = await callRow(pool, call.callId);
       assert.equal(row.status, status, label);
       assert.equal(row.end_reason, endReason, label);
-      assert.ok(row.duration! >= 3 && row.duration! <= 5, `${label}: a simulated call lasts about SIMULATOR_CALL_SECONDS (${row.duration})`);
       assert.ok(row.actual_time && row.end_time && row.end_time > row.actual_time, label);
+      // duration: whole seconds from actual_time to end_time; never less than the plan (timers do not fire early).
+      const seconds = (row.end_time.getTime() - row.actual_time.getTime()) / 1000;
+      assert.ok(Math.abs(row.duration! - seconds) <= 0.501, `${label}: duration ${row.duration} is end_time - actual_time (${seconds} s)`);
+      assert.ok(row.duration! >= SIMULATOR_CALL_SECONDS, `${label}: a simulated call lasts at least SIMULATOR_CALL_SECONDS (${row.duration})`);
+      // The plan as the workflow played it: a ring timer, then (answered) a talk timer, SIMULATOR_CALL_SECONDS in all.
+      const timers = await conversationTimersMs(call.callId);
+      if (!spoke) assert.deepEqual(timers, [SIMULATOR_CALL_SECONDS * 1000], `${label}: rings out its whole time`);
+      else if (status !== 'completed') assert.deepEqual(timers, [1000, (SIMULATOR_CALL_SECONDS - 1) * 1000], `${label}: rings 1 s, talks the rest`);
+      else {
+        // The script's steps run first; the talk timer waits out what is left of the talk time.
+        assert.equal(timers.length, 2, `${label}: ${timers.join(', ')} ms`);
+        assert.equal(timers[0], 1000, label);
+        assert.ok(timers[1] > 0 && timers[1] <= (SIMULATOR_CALL_SECONDS - 1) * 1000, `${label}: talk timer ${timers[1]} ms`);
+      }
       assert.equal(row.progress, 'done', label);
       assert.ok(row.analysed_at, `${label}: analysed`);
       assert.ok(row.call_summary && row.call_summary.length > 0, label);

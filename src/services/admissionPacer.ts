@@ -10,6 +10,7 @@
  * reconciler; each call's own durable timer, far past its due time, is the last resort.
  */
 import { AdmissionRate } from '../domain/admissionRate.js';
+import { admissionLineTeams } from '../db/repositories/concurrencySlots.js';
 import { admitDueCalls, type CallSlotDeps } from './callSlots.js';
 
 export interface AdmissionPacerOptions {
@@ -46,22 +47,35 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
 
   let backlog = 0;
   let lookedAt = 0;
+  // One warning per outage, and one line when it ends: at ten ticks a second, a warning per
+  // failure would bury the log while the database or Temporal is away.
+  const backlogOutage = new OutageLog(deps.logger, 'live-call queue backlog unknown; admitting at the rate alone', 'live-call queue backlog known again');
+  const stepOutage = new OutageLog(deps.logger, 'admission pacer step failed; retrying every tick', 'admission pacer steps succeed again');
   const tick = async () => {
     try {
-      if (opts.liveBacklog && Date.now() - lookedAt >= BACKLOG_LOOK_MS) {
-        lookedAt = Date.now();
-        // Temporal unable to say (an older server): admit at the rate alone.
-        backlog = await opts.liveBacklog().catch((err: unknown) => {
-          deps.logger?.warn({ err }, 'live-call queue backlog unknown');
-          return 0;
-        });
-      }
-      if (backlog > LIVE_BACKLOG_LIMIT) return;
       const n = rate.available(Date.now());
-      if (n > 0) rate.spend((await admitDueCalls(deps, n)).length);
+      if (n <= 0) return;
+      // Only a line with due calls (and a free slot to give them) is worth asking Temporal about.
+      const teams = await admissionLineTeams(deps.pool, n);
+      if (teams.length > 0 && opts.liveBacklog && Date.now() - lookedAt >= BACKLOG_LOOK_MS) {
+        lookedAt = Date.now();
+        // Temporal unable to say (an older server, or away): admit at the rate alone.
+        backlog = await opts.liveBacklog().then(
+          (count) => {
+            backlogOutage.ok();
+            return count;
+          },
+          (err: unknown) => {
+            backlogOutage.failed(err);
+            return 0;
+          },
+        );
+      }
+      if (teams.length > 0 && backlog <= LIVE_BACKLOG_LIMIT) rate.spend((await admitDueCalls(deps, n, teams)).length);
+      stepOutage.ok();
     } catch (err) {
       // The database or Temporal is away: the next tick tries again.
-      deps.logger?.warn({ err }, 'admission pacer step failed');
+      stepOutage.failed(err);
     }
   };
   const schedule = () => {
@@ -79,4 +93,25 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       await step;
     },
   };
+}
+
+/** Logs the first failure of a spell of them as a warning, and the first success after it. */
+class OutageLog {
+  private failing = false;
+
+  constructor(
+    private readonly logger: CallSlotDeps['logger'],
+    private readonly failedMessage: string,
+    private readonly recoveredMessage: string,
+  ) {}
+
+  failed(err: unknown): void {
+    if (!this.failing) this.logger?.warn({ err }, this.failedMessage);
+    this.failing = true;
+  }
+
+  ok(): void {
+    if (this.failing) this.logger?.info(this.recoveredMessage);
+    this.failing = false;
+  }
 }

@@ -72,11 +72,12 @@ export async function grantFreeSlots(deps: CallSlotDeps, teamId: string): Promis
  * The admission pacer's step (src/services/admissionPacer.ts): hands at most `limit` free
  * slots to the due calls in line, the team whose head has waited longest first, and wakes
  * the granted calls whose workflow sleeps until its grant. The calls granted, in order.
+ * `teams`: the line's teams as admissionLineTeams found them just before (else asked here).
  */
-export async function admitDueCalls(deps: CallSlotDeps, limit: number): Promise<string[]> {
+export async function admitDueCalls(deps: CallSlotDeps, limit: number, teams?: string[]): Promise<string[]> {
   const granted: string[] = [];
   if (limit <= 0) return granted;
-  for (const teamId of await admissionLineTeams(deps.pool, limit)) {
+  for (const teamId of teams ?? (await admissionLineTeams(deps.pool, limit))) {
     const admitted = await admitFromLine(deps.pool, teamId, limit - granted.length);
     granted.push(...admitted.granted);
     await wake(deps, admitted.woken);

@@ -16,6 +16,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { admissionLineTeams, admitFromLine, countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { LIVE_BACKLOG_LIMIT, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
 import { cancelCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { createLogger } from '../../src/logging/logger.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
@@ -167,6 +168,39 @@ describe('admission line', () => {
     } finally {
       await pacer.stop();
     }
+  });
+
+  test('the pacer asks Temporal for the live-call backlog only while due calls wait; a backlog it cannot give is warned once for the outage and once on its recovery', async () => {
+    await lineOfThisFile();
+    const lines: { level: number; msg: string }[] = [];
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let asked = 0;
+    const liveBacklog = async () => {
+      if (++asked <= 2) throw new Error('DescribeTaskQueue unavailable');
+      return 0;
+    };
+    // One call a second, and one ask each: the line is still due at the third ask, before the
+    // first call ends (a release hands its slot on without the pacer).
+    const pacer = startAdmissionPacer({ pool, temporal: env.client, logger }, { ratePerSecond: 1, liveBacklog });
+    try {
+      // An empty line: ten ticks a second, and Temporal is not asked.
+      await delay(1000);
+      assert.equal(asked, 0, 'no call due: no DescribeTaskQueue');
+      const team = await createTestTeam(pool, { maxConcurrent: 10 });
+      const ids = await dueTogether(team, 5, new Date(Date.now() + 1500));
+      const outcomes = await Promise.all(ids.map(result));
+      assert.deepEqual(outcomes.map((o) => o.status), Array(5).fill('completed'), 'the line moved at the rate while the backlog was unknown');
+      const asks = asked;
+      assert.ok(asks > 2, `asked ${asks} times`);
+      await delay(1000);
+      assert.equal(asked, asks, 'the line empty again: not asked');
+    } finally {
+      await pacer.stop();
+    }
+    const about = (text: string) => lines.filter((l) => l.msg.includes(text));
+    assert.equal(about('backlog unknown').length, 1, `one warning for two failed asks: ${JSON.stringify(lines)}`);
+    assert.equal(about('backlog unknown')[0].level, 40);
+    assert.equal(about('backlog known again').length, 1, 'one line when Temporal answers again');
   });
 
   // Last: it skips the test server's clock far ahead.

@@ -328,7 +328,7 @@ export function createCallActivities(deps: ActivityDeps) {
 
     /** One pass of the reconciler (docs/calls.md). */
     async reconcileCalls(input: { startAfterMs: number; staleAfterMs: number }): Promise<ReconcileReport> {
-      return reconcileCallRows({ pool: deps.pool, temporal: deps.temporal, config: deps.config, logger: deps.logger }, input);
+      return reconcileCallRows({ pool: deps.pool, temporal: deps.temporal, config: deps.config, logger: deps.logger, liveTaskQueue: deps.liveTaskQueue }, input);
     },
   };
 }

@@ -12,7 +12,7 @@ import { startVoiceEdge } from './mediaEdge/voiceEdge.js';
 import { createRecordingStore } from './recordings/index.js';
 import { startApi } from './server.js';
 import { waitForCallsToEnd } from './services/calls.js';
-import { installTemporalRuntime, startServiceWorker } from './temporal/worker.js';
+import { installTemporalRuntime, liveCallTaskQueue, startServiceWorker } from './temporal/worker.js';
 import { servePartMetrics, temporalRuntimeMetrics, type MetricsServer } from './metrics/server.js';
 import { watchDatabase, workerRegistry } from './metrics/workerMetrics.js';
 import { installTracing, shutdownTracing } from './tracing/tracing.js';
@@ -48,7 +48,7 @@ async function start(): Promise<(signal: string) => Promise<boolean>> {
   // One recording store for both: analysis asks it what the API serves.
   const recordings = createRecordingStore(config);
   const worker = await startServiceWorker(temporal.address, { config, pool: database.pool, logger, temporal: temporal.client, recordings, redis });
-  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings });
+  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, recordings, liveTaskQueue: liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE) });
   // The edge runs here when browsers are told to reach this machine (or a listen address is
   // given); a MEDIA_EDGE_WS_URL naming another host means the edge runs elsewhere (npm run media-edge).
   const edgeConfig = loadMediaEdgeConfig({ ...process.env, API_URL: process.env.API_URL ?? `http://127.0.0.1:${api.port}` });

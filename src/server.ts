@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './logging/logger.js';
 import type { ListContactsAddedListener } from './services/lists.js';
 import { sealSecretsAtRest } from './services/secretsAtRest.js';
 import { servePartMetrics } from './metrics/server.js';
+import { liveCallTaskQueue } from '../workflows/contracts.js';
 import { installTracing, shutdownTracing } from './tracing/tracing.js';
 import type { RateLimiter } from './rateLimit/limiter.js';
 import type { RecordingStore, SpeechSynthesis } from './recordings/index.js';
@@ -46,6 +47,8 @@ export async function startApi(opts: {
   speech?: SpeechSynthesis;
   /** Default: dns.lookup (event webhook address checks). */
   resolveHost?: HostResolver;
+  /** The workers' live-call queue, where web and inbound calls start; default none (TEMPORAL_TASK_QUEUE). */
+  liveTaskQueue?: string;
   port?: number;
   routes?: RouteDefinition[];
 }): Promise<RunningApi> {
@@ -83,7 +86,8 @@ async function main(): Promise<void> {
   const database = await openDatabase(config, logger);
   const temporal = await openTemporal(config, logger);
   const redis = openRedis(config, logger);
-  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis });
+  // The workers (npm run worker) poll the live-call queue too: web and inbound calls start there.
+  const api = await startApi({ config, pool: database.pool, temporal: temporal.client, logger, redis, liveTaskQueue: liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE) });
   logger.info({ port: api.port }, 'API listening');
   await servePartMetrics('api', config, logger);
   const stop = async () => {

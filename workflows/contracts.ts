@@ -255,6 +255,13 @@ export const WEBHOOK_DELIVERY_SWEEPER_WORKFLOW_TYPE = 'webhookDeliverySweeperWor
  */
 export const webhookTaskQueue = (taskQueue: string) => `${taskQueue}-webhooks`;
 
+/**
+ * The task queue of calls that talk (docs/calls.md, "Task queues"), next to the service's:
+ * web and inbound calls start there, and an admitted phone call continues as new there, so
+ * the admissions of a campaign falling due (on the service's queue) never queue ahead of them.
+ */
+export const liveCallTaskQueue = (taskQueue: string) => `${taskQueue}-live-calls`;
+
 export interface WebhookDeliveryInput {
   deliveryId: string;
   teamId: string;

@@ -30,4 +30,6 @@ export interface AppDeps {
   synthesisPool?: SynthesisPool;
   /** Resolves event webhook hosts for the address check; default dns.lookup. */
   resolveHost?: HostResolver;
+  /** The live-call task queue the service's workers poll: web and inbound calls start there (CallServiceDeps). */
+  liveTaskQueue?: string;
 }

@@ -62,6 +62,12 @@ export interface CallServiceDeps {
   temporal: Client;
   config: Pick<Config, 'DEFAULT_PHONE_REGION' | 'TEMPORAL_TASK_QUEUE'> & Partial<Pick<Config, 'ADMISSION_SAFETY_NET_SECONDS'>>;
   logger?: Logger;
+  /**
+   * The live-call task queue the service's workers poll (docs/calls.md, "Task queues"): web
+   * and inbound calls, live from their first moment, start there. Unset (workers of the
+   * service's queue alone, as in most tests): they start on TEMPORAL_TASK_QUEUE.
+   */
+  liveTaskQueue?: string;
 }
 
 /** The contact of a new call: contact fields (upserted by normalised number) or an existing contact's id. */
@@ -208,8 +214,12 @@ function admissionSafetyNetMs(deps: Pick<CallServiceDeps, 'config'>): number {
   return (deps.config.ADMISSION_SAFETY_NET_SECONDS ?? 0) * 1000;
 }
 
-/** Starts the workflow of a call row; starting it again (or after it closed) is a no-op. */
-export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' | 'config'>, call: CallRecord): Promise<void> {
+/**
+ * Starts the workflow of a call row; starting it again (or after it closed) is a no-op. A web
+ * or inbound call talks from its first moment, so it starts on the live-call queue (when there
+ * is one); a phone call moves there once admitted (workflows/callWorkflow.ts).
+ */
+export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' | 'config' | 'liveTaskQueue'>, call: CallRecord): Promise<void> {
   const input: CallWorkflowInput = {
     callId: call.id,
     teamId: call.team_id,
@@ -223,9 +233,10 @@ export async function startCallWorkflow(deps: Pick<CallServiceDeps, 'temporal' |
     // The row says whether the slot line wakes it (the grant signals exactly such calls).
     admissionSafetyNetMs: call.wakes_on_grant && admissionSafetyNetMs(deps) > 0 ? admissionSafetyNetMs(deps) : undefined,
   };
+  const live = call.type === 'web' || call.type === 'inbound';
   await startWorkflowOnce(deps.temporal, CALL_WORKFLOW_TYPE, {
     workflowId: callWorkflowId(call.id),
-    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    taskQueue: live && deps.liveTaskQueue ? deps.liveTaskQueue : deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
     // One workflow per call id, ever: a duplicate start joins the running one, and a
     // closed call's id is never run again.

@@ -10,7 +10,7 @@ import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
 import { cachedWorkflowBundle, TEST_WORKFLOW_BUNDLES_DIR } from './workflowBundleCache.js';
-import { webhookTaskQueue } from '../../workflows/contracts.js';
+import { liveCallTaskQueue, webhookTaskQueue } from '../../workflows/contracts.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
@@ -83,12 +83,8 @@ export function workflowBundle(): Promise<WorkflowBundle> {
  */
 export const STICKY_QUEUE_TIMEOUT = '60 seconds';
 
-/**
- * The task queue of calls in progress (docs/calls.md, "Task queues"), next to the service's:
- * an admitted phone call continues as new there, so the admissions of a campaign falling due
- * (on the service's queue) never queue ahead of the turns of calls that are talking.
- */
-export const liveCallTaskQueue = (taskQueue: string) => `${taskQueue}-live-calls`;
+// The live-call task queue's name is the workflows' contract (the API starts calls there too).
+export { liveCallTaskQueue };
 
 export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
   return Worker.create({

@@ -1,8 +1,9 @@
 // Live calls' workflow tasks on a task queue of their own (docs/calls.md, "Task queues"): the
 // service's workers, as startServiceWorker runs them, poll the service's queue and its
-// live-call queue; an admitted phone call continues as new on the live-call queue, so the
-// admissions of a campaign falling due never queue ahead of calls that talk. The time-skipping
-// server, the real activities over the test database, the simulator.
+// live-call queue; an admitted phone call continues as new on the live-call queue, and web and
+// inbound calls start there, so the admissions of a campaign falling due never queue ahead of
+// calls that talk. The time-skipping server, the real activities over the test database, the
+// simulator.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@temporalio/client';
@@ -10,9 +11,14 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { createLogger } from '../../src/logging/logger.js';
-import type { CallServiceDeps } from '../../src/services/calls.js';
+import { randomUUID } from 'node:crypto';
+import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
+import { insertScript } from '../../src/db/repositories/scripts.js';
+import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { acceptInboundCall } from '../../src/services/inboundCalls.js';
+import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { createWorker, liveCallTaskQueue, workflowBundle } from '../../src/temporal/worker.js';
-import { callWorkflowId } from '../../workflows/contracts.js';
+import { callEventSignal, callWorkflowId } from '../../workflows/contracts.js';
 import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool } from '../support/app.js';
 import { callResultOrStuck, callRow, callTestConfig, historySteps } from '../support/calls.js';
@@ -106,4 +112,40 @@ test('the runs of a call that moved to the live-call queue replay on the current
     const replayed = await Worker.runReplayHistory({ workflowBundle: bundle }, { events: run.events }, `${callWorkflowId(call.callId)}-${run.runId}`);
     assert.equal(replayed, undefined);
   }
+});
+
+/** The call's one run started on the live-call queue, and every workflow task of it ran there (or on its worker's sticky queue). */
+async function ranOnTheLiveQueueAlone(callId: string): Promise<void> {
+  const runs = await runsOf(callId);
+  assert.equal(runs.length, 1, 'one run: no move');
+  const [run] = runs;
+  assert.equal(run.events[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name, LIVE, 'started on the live-call queue');
+  for (const e of run.events) {
+    const queue = e.workflowTaskScheduledEventAttributes?.taskQueue?.name;
+    if (queue) assert.notEqual(queue, config.TEMPORAL_TASK_QUEUE, 'no task on the service queue');
+  }
+}
+
+test('a web call, live from its first moment, starts on the live-call queue when the service names one', WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const contact = await getOrCreateSharedWebContact(pool, team.teamId);
+  const call = await scheduleCall({ ...deps, liveTaskQueue: LIVE }, { teamId: team.teamId, scriptId: team.scriptId, contact: { id: contact.id }, type: 'web' });
+  const handle = plain.workflow.getHandle(callWorkflowId(call.callId));
+  await handle.signal(callEventSignal, { type: 'answered', event_id: 'answered' });
+  await handle.signal(callEventSignal, { type: 'ended', reason: 'User Hangup', event_id: 'ended' });
+  assert.deepEqual(await callResultOrStuck(pool, plain, call.callId, 60_000), { callId: call.callId, status: 'hang-up', endReason: 'User Hangup' });
+  await ranOnTheLiveQueueAlone(call.callId);
+});
+
+test('an inbound call starts on the live-call queue when the service names one', WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const script = await insertScript(pool, { teamId: team.teamId, name: 'Reception', definition: { name: 'Reception', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] } });
+  const fresh = () => `+1617${String(process.pid % 1000).padStart(3, '0')}${String(1000 + Math.floor(Math.random() * 9000))}`;
+  const number = fresh();
+  await addTeamNumber(pool, { teamId: team.teamId, phoneNumber: number, inboundScriptId: script.id });
+  const call = await acceptInboundCall({ ...deps, liveTaskQueue: LIVE }, { toNumber: number, fromNumber: fresh(), sipCallId: randomUUID() });
+  // The caller leaves before the media edge answers.
+  await plain.workflow.getHandle(callWorkflowId(call.callId)).signal(callEventSignal, { type: 'ended', reason: 'User Hangup', event_id: 'ended' });
+  assert.deepEqual(await callResultOrStuck(pool, plain, call.callId, 60_000), { callId: call.callId, status: 'hang-up', endReason: 'User Hangup' });
+  await ranOnTheLiveQueueAlone(call.callId);
 });

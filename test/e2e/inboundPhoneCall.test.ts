@@ -14,7 +14,7 @@ import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { createTestTeam, type TestApi } from '../support/app.js';
 import { callResultOrStuck, waitForCall } from '../support/calls.js';
-import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
 const CALLER = '+12125550187';
 const NUMBER = '+13125550142';
@@ -27,7 +27,7 @@ const RECEPTION = {
   ],
 };
 
-let stack: PhoneStack;
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let phone: BaresipPhone;
@@ -35,7 +35,7 @@ let sipPort: number;
 
 before(async () => {
   const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
-  stack = await startPhoneStack('inbound-e2e', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' });
+  stack = await startVoiceStack('inbound-e2e', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' });
   ({ env, app } = stack);
   phone = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }] });
   sipPort = await freePort();

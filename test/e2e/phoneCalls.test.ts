@@ -28,7 +28,7 @@ import { recordingKey } from '../../src/recordings/keys.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { callResultOrStuck, callRow, waitForCall } from '../support/calls.js';
-import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
 const run = promisify(execFile);
 /** Auto-answers and plays the answers WAV; rings until CANCEL; anything else is 404. */
@@ -67,7 +67,7 @@ const KEYPAD_SCRIPT = {
   ],
 };
 
-let stack: PhoneStack;
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let phone: BaresipPhone;
@@ -95,7 +95,7 @@ async function answersWav(dir: string): Promise<string> {
 }
 
 before(async () => {
-  stack = await startPhoneStack('phone-calls', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
+  stack = await startVoiceStack('phone-calls', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
   ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   blockedTeam = await createTestTeam(app.pool);

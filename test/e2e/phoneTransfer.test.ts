@@ -25,7 +25,7 @@ import { recordingKey } from '../../src/recordings/keys.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { callResultOrStuck, callRow } from '../support/calls.js';
-import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
 const run = promisify(execFile);
 /** The callee (baresip A, the trunk). */
@@ -35,7 +35,7 @@ const PERSON = '+14155550182';
 const CALLER_TONE_HZ = 600;
 const PERSON_TONE_HZ = 1000;
 
-let stack: PhoneStack;
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let phoneA: BaresipPhone;
@@ -69,7 +69,7 @@ async function personWav(dir: string): Promise<string> {
 }
 
 before(async () => {
-  stack = await startPhoneStack('phone-transfer', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '10' });
+  stack = await startVoiceStack('phone-transfer', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '10' });
   ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   // A: silence while the agent greets, dials B and announces, then its tone; it hangs up when the file ends

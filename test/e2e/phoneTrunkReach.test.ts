@@ -13,14 +13,14 @@ import { freePort } from '../../src/localPorts.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { callResultOrStuck, callRow } from '../support/calls.js';
-import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 import { startSipp } from '../support/sipp.js';
 
 const CALLEE = '+14155550181';
 /** Not screened for an answering machine: SIPp sends no audio, and a silent line is a machine. */
 const SCRIPT = { name: 'Short call', voicemail_detection: false, steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
 
-let stack: PhoneStack;
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let team: TestTeam;
@@ -29,7 +29,7 @@ let scriptId: string;
 let trunkPort: number;
 
 before(async () => {
-  stack = await startPhoneStack('trunk-reach', { VOICE_PROVIDER: 'sip' });
+  stack = await startVoiceStack('trunk-reach', { VOICE_PROVIDER: 'sip' });
   ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));

@@ -24,7 +24,7 @@ import { recordingKey } from '../../src/recordings/keys.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { callResultOrStuck, callRow } from '../support/calls.js';
-import { startPhoneStack, type PhoneStack } from '../support/phoneStack.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
 const run = promisify(execFile);
 const MACHINE = '+14155550181';
@@ -38,7 +38,7 @@ const SCRIPT = {
   ],
 };
 
-let stack: PhoneStack;
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
 let phone: BaresipPhone;
@@ -83,7 +83,7 @@ async function personWav(dir: string): Promise<{ file: string; helloEndsAtMs: nu
 }
 
 before(async () => {
-  stack = await startPhoneStack('phone-voicemail', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
+  stack = await startVoiceStack('phone-voicemail', { VOICE_PROVIDER: 'sip', SIP_RING_TIMEOUT_SECONDS: '4' });
   ({ env, app } = stack);
   team = await createTestTeam(app.pool);
   ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));

@@ -6,77 +6,36 @@
 // (test/mediaEdge/sipScenarios/uas-auth-401.xml: challenges, answers, waits for our BYE), on a
 // Temporal dev server, with an in-memory span exporter.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import type { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
-import { createWorker } from '../../src/temporal/worker.js';
-import { installTracing, shutdownTracing, temporalClientInterceptors } from '../../src/tracing/tracing.js';
+import { shutdownTracing } from '../../src/tracing/tracing.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callTestConfig } from '../support/calls.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import { callResultOrStuck } from '../support/calls.js';
 import { startSipp } from '../support/sipp.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { ancestry, installTestTracing, spansOnce } from '../support/traceSpans.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
-const SECRET = 'trace-phone-media-edge-secret-0123';
 const CALLEE = '+14155550191';
 /** Not screened for an answering machine: SIPp sends no audio, and a silent line is a machine. */
 const SCRIPT = { name: 'Short call', voicemail_detection: false, steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
 
-const exporter = new InMemorySpanExporter();
-let env: TestWorkflowEnvironment;
-let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-let edge: VoiceEdge;
+let exporter: InMemorySpanExporter;
+let stack: VoiceStack;
 let team: TestTeam;
 let scriptId: string;
-let work: string;
 let trunkPort: number;
 
 before(async () => {
-  // First: the client, the bundle and the workers pick tracing up when they are made.
-  assert.equal(await installTracing({ config: {}, serviceName: 'phone-trace-test', spanProcessor: new SimpleSpanProcessor(exporter) }), true);
-  work = mkdtempSync(path.join(os.tmpdir(), 'phone-trace-'));
-  env = await createLocalEnv();
-  const traced = new Client({ connection: env.connection, interceptors: temporalClientInterceptors() });
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `phone-trace-${process.pid}`,
-    MEDIA_EDGE_SECRET: SECRET,
-    VOICE_PROVIDER: 'sip',
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: traced, config: settings });
-  team = await createTestTeam(app.pool);
-  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
-  const config = callTestConfig(settings);
-  worker = await createWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue: config.TEMPORAL_TASK_QUEUE, deps: { config, pool: app.pool, logger: createLogger('silent'), temporal: traced } });
-  running = worker.run();
-  speech = createSpeechEngines({});
+  exporter = await installTestTracing('phone-trace-test');
+  stack = await startVoiceStack('phone-trace', { VOICE_PROVIDER: 'sip' }, { traced: true });
+  team = await createTestTeam(stack.app.pool);
+  ({ id: scriptId } = await insertScript(stack.app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
   trunkPort = await freePort();
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: `ws://127.0.0.1:${await freePort()}/ws`, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    recordings: createRecordingStore(config),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `phone-trace-${process.pid}`,
+  await stack.startEdge({
     trunk: parseTrunkSettings({
       SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort};transport=udp`,
       SIP_TRUNK_USERNAME: 'alice',
@@ -88,53 +47,28 @@ before(async () => {
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await app?.close();
-  await env?.teardown();
+  await stack?.stop();
   await shutdownTracing();
-  if (work) rmSync(work, { recursive: true, force: true });
 });
-
-const idOf = (s: ReadableSpan) => s.spanContext().spanId;
-
-/** The span's ancestors, nearest first, as far as the exported spans reach. */
-function ancestry(span: ReadableSpan, spans: ReadableSpan[]): ReadableSpan[] {
-  const chain: ReadableSpan[] = [];
-  let parentId = span.parentSpanId;
-  while (parentId) {
-    const parent = spans.find((s) => idOf(s) === parentId);
-    assert.ok(parent, `the parent ${parentId} of ${chain.at(-1)?.name ?? span.name} was exported`);
-    chain.push(parent);
-    parentId = parent.parentSpanId;
-  }
-  return chain;
-}
 
 test("a phone call through the trunk is one trace: create-phone-call → workflow → the edge's dial activity → its call-event requests", async () => {
   const sipp = await startSipp({ scenario: 'test/mediaEdge/sipScenarios/uas-auth-401.xml', port: trunkPort });
   try {
     const requestId = `phone-trace-${Date.now()}`;
-    const res = await app.request('POST', '/api/v1/create-phone-call', {
+    const res = await stack.app.request('POST', '/api/v1/create-phone-call', {
       key: team.apiKey,
       headers: { 'X-Request-Id': requestId },
       body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: CALLEE, first_name: 'Ada' } },
     });
     assert.equal(res.status, 201, res.text);
     const callId: string = res.json.call_id;
-    assert.deepEqual(await callResultOrStuck(app.pool, env.client, callId, 60_000), { callId, status: 'completed', endReason: 'agent_hangup' });
+    assert.deepEqual(await callResultOrStuck(stack.app.pool, stack.env.client, callId, 60_000), { callId, status: 'completed', endReason: 'agent_hangup' });
     assert.equal((await sipp.done).code, 0);
 
     const eventsRoute = '/internal/v1/calls/{call_id}/events';
     const isEvent = (s: ReadableSpan) => s.attributes['http.route'] === eventsRoute && String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').includes(callId);
-    let spans: ReadableSpan[] = [];
-    for (let waited = 0; waited < 10_000; waited += 50) {
-      spans = exporter.getFinishedSpans();
-      if (spans.filter(isEvent).length >= 2 && spans.some((s) => s.name === 'RunWorkflow:callWorkflow' && s.attributes.temporalWorkflowId === callWorkflowId(callId))) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The workflow's spans carry its id as `workflowId` (the worker's span sink adds the workflow's info).
+    const spans = await spansOnce(exporter, (finished) => finished.filter(isEvent).length >= 2 && finished.some((s) => s.name === 'RunWorkflow:callWorkflow' && s.attributes.workflowId === callWorkflowId(callId)));
     const http = spans.find((s) => s.attributes['request.id'] === requestId);
     assert.ok(http, 'the create-phone-call span');
     const traceId = http.spanContext().traceId;

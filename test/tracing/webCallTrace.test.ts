@@ -7,94 +7,41 @@
 // a worker made by the production createWorker, the real media edge (startVoiceEdge) and a
 // werift caller (chaos/browserCaller.ts), on a Temporal dev server, with an in-memory exporter.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import type { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { browserCall, SpokenAnswers } from '../../chaos/browserCaller.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
-import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
-import { createWorker } from '../../src/temporal/worker.js';
-import { installTracing, shutdownTracing, temporalClientInterceptors } from '../../src/tracing/tracing.js';
+import { shutdownTracing } from '../../src/tracing/tracing.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callTestConfig } from '../support/calls.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { createTestTeam, type TestTeam } from '../support/app.js';
+import { callResultOrStuck } from '../support/calls.js';
+import { ancestry, installTestTracing, spanIdOf as idOf, spansOnce } from '../support/traceSpans.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
-const SECRET = 'trace-web-media-edge-secret-0123';
 /** The agent says goodbye and hangs up: a call with one edge activity and one event (answered). */
 const SCRIPT = { name: 'Short web call', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] };
 const EVENTS_ROUTE = '/internal/v1/calls/{call_id}/events';
 
-const exporter = new InMemorySpanExporter();
-let env: TestWorkflowEnvironment;
-let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-let edge: VoiceEdge;
+let exporter: InMemorySpanExporter;
+let stack: VoiceStack;
 let team: TestTeam;
 let scriptId: string;
 let silent: SpokenAnswers;
-let work: string;
 
 before(async () => {
-  // First: the client, the bundle and the workers pick tracing up when they are made.
-  assert.equal(await installTracing({ config: {}, serviceName: 'web-trace-test', spanProcessor: new SimpleSpanProcessor(exporter) }), true);
-  work = mkdtempSync(path.join(os.tmpdir(), 'web-trace-'));
-  env = await createLocalEnv();
-  const traced = new Client({ connection: env.connection, interceptors: temporalClientInterceptors() });
-  const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `web-trace-${process.pid}`,
-    MEDIA_EDGE_WS_URL: wsUrl,
-    MEDIA_EDGE_SIP_DOMAIN: 'edge.web-trace.test',
-    MEDIA_EDGE_SECRET: SECRET,
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: path.join(work, 'recordings'),
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: traced, config: settings });
-  team = await createTestTeam(app.pool);
-  ({ id: scriptId } = await insertScript(app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
-  const config = callTestConfig(settings);
-  worker = await createWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue: config.TEMPORAL_TASK_QUEUE, deps: { config, pool: app.pool, logger: createLogger('silent'), temporal: traced } });
-  running = worker.run();
-  speech = createSpeechEngines({});
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    recordings: createRecordingStore(config),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `web-trace-${process.pid}`,
-    trunk: null,
-  });
+  exporter = await installTestTracing('web-trace-test');
+  stack = await startVoiceStack('web-trace', {}, { webCallDomain: 'edge.web-trace.test', traced: true });
+  team = await createTestTeam(stack.app.pool);
+  ({ id: scriptId } = await insertScript(stack.app.pool, { teamId: team.teamId, name: SCRIPT.name, definition: SCRIPT }));
+  await stack.startEdge();
   silent = await SpokenAnswers.prepare([]);
 });
 
 after(async () => {
-  await edge?.close();
-  worker?.shutdown();
-  await running;
-  await speech?.close();
-  await app?.close();
-  await env?.teardown();
+  await stack?.stop();
   await shutdownTracing();
-  if (work) rmSync(work, { recursive: true, force: true });
 });
 
-const idOf = (s: ReadableSpan) => s.spanContext().spanId;
 /** The call workflow's run span (the workflow interceptor names its workflow `workflowId`). */
 const isCallRun = (s: ReadableSpan, callId: string) => s.name === 'RunWorkflow:callWorkflow' && s.attributes.workflowId === callWorkflowId(callId);
 
@@ -105,19 +52,6 @@ interface WebCallBootstrap {
   headers: Record<string, string>;
   call_id?: string;
   session_id?: string;
-}
-
-/** The span's ancestors, nearest first, as far as the exported spans reach. */
-function ancestry(span: ReadableSpan, spans: ReadableSpan[]): ReadableSpan[] {
-  const chain: ReadableSpan[] = [];
-  let parentId = span.parentSpanId;
-  while (parentId) {
-    const parent = spans.find((s) => idOf(s) === parentId);
-    assert.ok(parent, `the parent ${parentId} of ${chain.at(-1)?.name ?? span.name} was exported`);
-    chain.push(parent);
-    parentId = parent.parentSpanId;
-  }
-  return chain;
 }
 
 /**
@@ -134,14 +68,9 @@ async function callAndCollect(bootstrap: () => Promise<WebCallBootstrap>, callId
     callId = await callIdOf(b);
   }
   assert.equal(outcome, 'bye', 'the agent said goodbye and hung up');
-  assert.deepEqual(await callResultOrStuck(app.pool, env.client, callId, 60_000), { callId, status: 'completed', endReason: 'agent_hangup' });
+  assert.deepEqual(await callResultOrStuck(stack.app.pool, stack.env.client, callId, 60_000), { callId, status: 'completed', endReason: 'agent_hangup' });
   const isEvent = (s: ReadableSpan) => s.attributes['http.route'] === EVENTS_ROUTE && String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').includes(callId);
-  let spans: ReadableSpan[] = [];
-  for (let waited = 0; waited < 10_000; waited += 50) {
-    spans = exporter.getFinishedSpans();
-    if (spans.some(isEvent) && spans.some((s) => isCallRun(s, callId))) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const spans = await spansOnce(exporter, (finished) => finished.some(isEvent) && finished.some((s) => isCallRun(s, callId)));
   return { callId, spans, events: spans.filter(isEvent) };
 }
 
@@ -168,7 +97,7 @@ test("create-web-call is one trace: the request → the call workflow → the ed
   const requestId = `web-call-trace-${Date.now()}`;
   const { callId, spans, events } = await callAndCollect(
     async () => {
-      const res = await app.request('POST', '/api/v1/create-web-call', { key: team.apiKey, headers: { 'X-Request-Id': requestId }, body: { script_id: scriptId } });
+      const res = await stack.app.request('POST', '/api/v1/create-web-call', { key: team.apiKey, headers: { 'X-Request-Id': requestId }, body: { script_id: scriptId } });
       assert.equal(res.status, 201, res.text);
       return res.json as WebCallBootstrap;
     },
@@ -186,12 +115,12 @@ test("create-web-call is one trace: the request → the call workflow → the ed
 test("a redeemed web session is one trace: the edge's redemption → the call workflow → the edge's speech activity, and the edge's call events", async () => {
   const { callId, spans, events } = await callAndCollect(
     async () => {
-      const res = await app.request('POST', '/api/v1/create-web-session', { key: team.apiKey, body: { script_id: scriptId } });
+      const res = await stack.app.request('POST', '/api/v1/create-web-session', { key: team.apiKey, body: { script_id: scriptId } });
       assert.equal(res.status, 201, res.text);
       return res.json as WebCallBootstrap;
     },
     async (minted) => {
-      const { rows } = await app.pool.query<{ call_id: string | null }>('SELECT call_id FROM web_sessions WHERE id = $1', [minted.session_id]);
+      const { rows } = await stack.app.pool.query<{ call_id: string | null }>('SELECT call_id FROM web_sessions WHERE id = $1', [minted.session_id]);
       return rows[0]?.call_id ?? '';
     },
   );

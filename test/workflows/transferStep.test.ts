@@ -6,38 +6,25 @@
 // call completed / transferred with a System Note naming the target; one that does not goes
 // on at on_failure, or at the next step.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { Client } from '@temporalio/client';
+import { describe, test } from 'node:test';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
-import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
-import { insertScript } from '../../src/db/repositories/scripts.js';
-import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
+import type { ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
 import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
-import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import { callWorkflowId } from '../../workflows/contracts.js';
 import type { MediaEdgeTransferActivities, TransferCallerInput, TransferCallerResult } from '../../workflows/transferContracts.js';
-import { createTestTeam, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, calleeNumber, callTestConfig, startCallWorkerEnv, type CallWorkerEnv } from '../support/calls.js';
+import { createTestTeam } from '../support/app.js';
+import { callRow, calleeNumber, callTestConfig } from '../support/calls.js';
+import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
+import { storeCheckedScript } from '../support/scripts.js';
+import { answerOnEdge, scheduleWebCall, startStandInEdge, type StandInEdge } from '../support/standInEdge.js';
 
-let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
 let plain: Client;
-const config = callTestConfig({ SIMULATOR_CALL_SECONDS: '1' });
 let deps: CallServiceDeps;
-
-before(async () => {
-  calls = await startCallWorkerEnv(config);
-  ({ env, pool } = calls);
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  deps = { pool, temporal: env.client, config };
-});
-
-after(async () => {
-  await calls?.stop();
-});
+const calls = callWorkflowEnv(callTestConfig({ SIMULATOR_CALL_SECONDS: '1' }), (started) => ({ env, pool, plain, deps } = started));
 
 /** Greets, transfers to `to`; on failure says sorry (when `onFailure`), else goes on to the goodbye. */
 function transferScript(to: string, extra: { onFailure?: boolean; mode?: 'bridge' | 'refer'; ringTimeoutSeconds?: number } = {}): ScriptDefinitionInput {
@@ -60,19 +47,13 @@ function transferScript(to: string, extra: { onFailure?: boolean; mode?: 'bridge
   };
 }
 
-async function storeScript(team: TestTeam, input: ScriptDefinitionInput): Promise<string> {
-  const parsed = parseScriptDefinition(input);
-  assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
-  return (await insertScript(pool, { teamId: team.teamId, name: parsed.script.name, definition: parsed.script })).id;
-}
-
-const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+const result = (callId: string) => calls.result(callId, 60_000);
 const transcript = async (callId: string) => (await callRow(pool, callId)).conversation.map((t) => `${t.role}: ${t.text}`);
 
 describe('the transfer step on the simulator', () => {
   async function simulatedCall(script: ScriptDefinitionInput): Promise<string> {
     const team = await createTestTeam(pool);
-    const scriptId = await storeScript(team, script);
+    const scriptId = await storeCheckedScript(pool, team.teamId, script);
     const call = await scheduleCall(deps, { teamId: team.teamId, fromNumber: team.fromNumber, scriptId, contact: { phone_number: calleeNumber('9001'), first_name: 'Ada' } });
     return call.callId;
   }
@@ -106,29 +87,11 @@ describe('the transfer step on the simulator', () => {
 /** What the stand-in edge answers to transferCaller. */
 type TransferMove = TransferCallerResult | { callerHangsUp: true };
 
-interface StandIn {
-  taskQueue: string;
-  spoken: string[];
-  transfers: TransferCallerInput[];
-  hangUps: number;
-  stop(): Promise<void>;
-}
+type StandIn = StandInEdge<{ transfers: TransferCallerInput[] }>;
 
 /** A stand-in edge on a queue of its own: speaks instantly, answers the transfer with `move`. */
-async function startStandInEdge(move: TransferMove): Promise<StandIn> {
-  const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
-  const state = { spoken: [] as string[], transfers: [] as TransferCallerInput[], hangUps: 0 };
-  const activities: MediaEdgeActivities & MediaEdgeTransferActivities = {
-    async speakToCaller({ text }) {
-      state.spoken.push(text);
-      return { playedMs: text.length * 60, interrupted: false };
-    },
-    async askCaller() {
-      return { kind: 'silence' };
-    },
-    async hangUpCaller() {
-      state.hangUps++;
-    },
+function startTransferEdge(move: TransferMove): Promise<StandIn> {
+  return startStandInEdge(env, { transfers: [] as TransferCallerInput[] }, (state): MediaEdgeTransferActivities => ({
     async transferCaller(input) {
       state.transfers.push(input);
       if ('callerHangsUp' in move) {
@@ -137,31 +100,20 @@ async function startStandInEdge(move: TransferMove): Promise<StandIn> {
       }
       return move;
     },
-  };
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
-  const running = worker.run();
-  return Object.assign(state, {
-    taskQueue,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-    },
-  });
+  }));
 }
 
 describe('the transfer step on the media edge', () => {
   /** A browser-only web call (no number of its own) of a team with one number, answered on `edge`. */
   async function mediaCall(script: ScriptDefinitionInput, edge: StandIn): Promise<{ callId: string; teamNumber: string }> {
     const team = await createTestTeam(pool);
-    const scriptId = await storeScript(team, script);
-    const contact = await getOrCreateSharedWebContact(pool, team.teamId);
-    const call = await scheduleCall(deps, { teamId: team.teamId, scriptId, contact: { id: contact.id }, type: 'web' });
-    await env.client.workflow.getHandle(callWorkflowId(call.callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: edge.taskQueue });
-    return { callId: call.callId, teamNumber: team.fromNumber };
+    const callId = await scheduleWebCall(deps, team.teamId, await storeCheckedScript(pool, team.teamId, script));
+    await answerOnEdge(env, callId, edge);
+    return { callId, teamNumber: team.fromNumber };
   }
 
   test('a bridge that ran: completed / transferred, the bridged lines in the transcript, the transfer attempted once', async () => {
-    const edge = await startStandInEdge({
+    const edge = await startTransferEdge({
       outcome: 'transferred',
       mode: 'bridge',
       referRefused: 603,
@@ -195,7 +147,7 @@ describe('the transfer step on the media edge', () => {
   });
 
   test('a person who does not answer: the script goes on at on_failure, and the agent hangs up at its end', async () => {
-    const edge = await startStandInEdge({ outcome: 'not_answered', reason: 'the person was busy (486 Busy Here)', status: 486 });
+    const edge = await startTransferEdge({ outcome: 'not_answered', reason: 'the person was busy (486 Busy Here)', status: 486 });
     try {
       const { callId } = await mediaCall(transferScript('+14155559876', { onFailure: true, ringTimeoutSeconds: 45 }), edge);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
@@ -211,7 +163,7 @@ describe('the transfer step on the media edge', () => {
   });
 
   test('the caller who hangs up while the person is dialled: hang-up / User Hangup', async () => {
-    const edge = await startStandInEdge({ callerHangsUp: true });
+    const edge = await startTransferEdge({ callerHangsUp: true });
     try {
       const { callId } = await mediaCall(transferScript('+14155559876', { onFailure: true }), edge);
       assert.deepEqual(await result(callId), { callId, status: 'hang-up', endReason: 'User Hangup' });

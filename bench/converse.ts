@@ -12,9 +12,11 @@
 // agent's first audio, ConversationEngine.turnLatencies) of the model's turns, p50 and p95,
 // and its parts (medians): endpointing (speech end → end detected), recognition (→ text), the
 // hand-off (text → the next converseTurn activity running on the edge: the activity's
-// completion, the workflow, the pickup), the model's first token, the first whole sentence,
-// and synthesis to the first audio frame; the CPU of the service per second of call; the load
-// average. Target (issue 29): p50 ≤ 900 ms at 10 concurrent calls.
+// completion, the workflow, the pickup), the model's first token (after the turn's activity
+// began: near 0 when the edge asked the model early, at recognition, docs/agents.md "Latency"),
+// the first whole sentence, and synthesis to the first audio frame; how many turns were asked
+// early; the CPU of the service per second of call; the load average. Target (issue 29): p50 ≤
+// 900 ms at 10 concurrent calls.
 //
 //   npx tsx bench/converse.ts
 //
@@ -207,6 +209,8 @@ interface TurnParts {
   firstToken: number;
   firstSentence: number;
   synthesis: number;
+  /** The model was asked this long before the turn's activity began (when the caller's answer was recognised); undefined: asked by the activity. */
+  askedEarly: number | undefined;
 }
 
 /** The model turns of a call: each engine turn whose first frame a converseTurn's timings name, split in its parts. */
@@ -236,6 +240,7 @@ async function modelTurns(client: Awaited<ReturnType<typeof connectBenchTemporal
       firstToken: t.firstTokenMs,
       firstSentence: t.firstSentenceMs - t.firstTokenMs,
       synthesis: t.firstAudioMs - t.firstSentenceMs,
+      askedEarly: t.askedEarlyMs,
     });
   }
   return parts;
@@ -312,12 +317,14 @@ async function main(): Promise<void> {
       const seconds = (performance.now() - start) / 1000;
       const cpuPerCallSecond = Math.max(0, serviceCpu() - cpuBefore - idlePerSecond * seconds) / Math.max(1, callSeconds);
       const totals = turns.map((t) => t.total);
-      const part = (key: keyof TurnParts) => `${ms(median(turns.map((t) => t[key])))} (p95 ${ms(quantile(turns.map((t) => t[key]), 0.95))})`;
+      const part = (key: Exclude<keyof TurnParts, 'askedEarly'>) => `${ms(median(turns.map((t) => t[key])))} (p95 ${ms(quantile(turns.map((t) => t[key]), 0.95))})`;
+      const early = turns.flatMap((t) => (t.askedEarly === undefined ? [] : [t.askedEarly]));
       out('');
       out(`${calls} concurrent call${calls === 1 ? '' : 's'} (${seconds.toFixed(0)} s, load ${loadAverage()}, 1-min average while it ran ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)})`);
       if (turns.length) {
         out(`  turn latency (caller's speech end → agent's first audio): p50 ${ms(median(totals))}, p95 ${ms(quantile(totals, 0.95))}, max ${ms(Math.max(...totals))} over ${turns.length} model turns; target p50 ≤ ${TARGET_P50_MS} ms: ${median(totals) <= TARGET_P50_MS ? 'met' : 'missed'}`);
-        out(`  parts, median (p95): endpointing ${part('endpointing')}; recognition ${part('recognition')}; hand-off to the next turn ${part('handoff')}; first token ${part('firstToken')}; first sentence ${part('firstSentence')}; synthesis to first audio ${part('synthesis')}`);
+        out(`  parts, median (p95): endpointing ${part('endpointing')}; recognition ${part('recognition')}; hand-off to the next turn ${part('handoff')}; first token ${part('firstToken')} after the turn began; first sentence ${part('firstSentence')}; synthesis to first audio ${part('synthesis')}`);
+        out(`  the model asked early (when the caller's answer was recognised) in ${early.length} of ${turns.length} turns${early.length ? `, a median ${ms(median(early))} before the turn began` : ''}`);
       }
       if (failed.length) out(`  failed calls: ${failed.length} (${failed[0]})`);
       out(`  CPU of the service per call: ${(cpuPerCallSecond * 1000).toFixed(0)} ms per second of call = ${(cpuPerCallSecond * 100).toFixed(1)}% of a core`);

@@ -40,6 +40,14 @@ export interface ConverseTurnInput {
   say?: string;
   /** How long the caller has to start answering once the agent's words have played. */
   noSpeechTimeoutMs: number;
+  /**
+   * Present when a model turn follows the caller's answer (no turn cap stops it): the edge may
+   * ask the model for it as soon as the answer is recognised (docs/agents.md, "Latency"). The
+   * next turn's token cap is min(maxReplyTokens, tokensLeft less this turn's tokens); none
+   * follows when that is not above 0. `messages` and `tools`: the conversation before this
+   * turn's words when `say` is set (the input's own are empty then).
+   */
+  next?: { tokensLeft: number; maxReplyTokens: number; messages?: ConverseMessage[]; tools?: ConverseToolDefinition[] };
 }
 
 /** A tool call as the edge checked it: its arguments parsed and validated against the tool's parameters, or why not. */
@@ -75,9 +83,11 @@ export interface ConverseTurnResult extends EdgeSystemNotes {
   error?: { code: string; message: string; status?: number };
   /**
    * When the turn began on the edge (epoch ms, the conversation engine's clock), and ms from then:
-   * the model's first token, its first whole sentence, the first agent audio (bench/converse.ts).
+   * the model's first token, its first whole sentence, the first agent audio (bench/converse.ts);
+   * askedEarlyMs: the model was asked this long before the turn began (the caller's answer was
+   * recognised then: earlyModelTurns.ts), so its first token may come at once.
    */
-  timings?: { startedAt?: number; firstTokenMs?: number; firstSentenceMs?: number; firstAudioMs?: number };
+  timings?: { startedAt?: number; firstTokenMs?: number; firstSentenceMs?: number; firstAudioMs?: number; askedEarlyMs?: number };
 }
 
 /** The activity a media edge runs on its own task queue for a converse step (src/mediaEdge/activities.ts). */

@@ -12,7 +12,7 @@ import type { ConverseStep } from '../src/domain/scripts/definition.js';
 import { CONVERSE_NOTE_KIND } from '../src/domain/scripts/modelUsage.js';
 import { renderSpeech } from '../src/domain/scripts/steps.js';
 import { getVariable, renderTemplate, setVariable, type Scope } from '../src/domain/scripts/templates.js';
-import type { ConverseMessage, ConverseTurnInput, ConverseTurnResult, ConverseUsage } from './converseContracts.js';
+import type { ConverseMessage, ConverseToolDefinition, ConverseTurnInput, ConverseTurnResult, ConverseUsage } from './converseContracts.js';
 
 /** One answer's token cap: a spoken reply is short; the call's cap may leave less. */
 export const MAX_REPLY_TOKENS = 400;
@@ -117,12 +117,21 @@ async function converseTurns(
 
   if (step.first_line) {
     const line = renderSpeech(step.first_line, scope);
-    const result = await converse({ stepId: step.id, turn: 0, messages: [], tools: [], maxTokens: 0, say: line });
+    const result = await converse({ stepId: step.id, turn: 0, messages: [], tools: [], maxTokens: 0, say: line, ...nextTurn(0, { messages, tools }) });
     if (result.said) messages.push({ role: 'assistant', content: result.said });
     await heardTurns(result);
   }
 
   let toolErrorAnswered = false;
+  /**
+   * What the edge needs to ask the model for the next turn as soon as the caller has answered
+   * (docs/agents.md, "Latency"): given when the turn caps let a model turn follow this one (the
+   * loop's check below; the token cap the edge checks with this turn's tokens).
+   */
+  function nextTurn(turnsSoFar: number, conversation?: { messages: ConverseMessage[]; tools: ConverseToolDefinition[] }): { next?: ConverseTurnInput['next'] } {
+    if (turnsSoFar >= step.max_turns || budget.turns >= budget.turnsCap) return {};
+    return { next: { tokensLeft: budget.tokensCap - budget.usage.total_tokens, maxReplyTokens: MAX_REPLY_TOKENS, ...conversation } };
+  }
   for (;;) {
     const capped = modelTurns >= step.max_turns ? 'max_turns' : budget.turns >= budget.turnsCap ? 'turns_per_call' : budget.usage.total_tokens >= budget.tokensCap ? 'tokens_per_call' : undefined;
     if (capped) {
@@ -139,6 +148,7 @@ async function converseTurns(
       messages,
       tools,
       maxTokens: Math.max(1, Math.min(MAX_REPLY_TOKENS, budget.tokensCap - budget.usage.total_tokens)),
+      ...nextTurn(modelTurns),
     });
     addUsage(usage, result.usage);
     addUsage(budget.usage, result.usage);

@@ -107,7 +107,7 @@ export function createMediaEdgeActivities(deps: {
         if (!speakSentences || !listen) throw ApplicationFailure.create({ message: `Call ${input.callId} cannot hold a model conversation on this edge`, type: CALL_MEDIA_LOST, nonRetryable: true, details: [{ started: false }] });
         const result = await runConverseTurn(
           deps.converse ?? { llm: undefined, checkArguments: () => undefined },
-          { speakSentences: (source, opts) => speakSentences.call(call.conversation, source, opts), listen: (opts) => listen.call(call.conversation, opts) },
+          { speakSentences: (source, opts) => speakSentences.call(call.conversation, source, opts), listen: (opts) => listen.call(call.conversation, { ...opts, converseTurn: true }), ended: call.channel.closed },
           input,
           signal,
         );

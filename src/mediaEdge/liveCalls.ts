@@ -12,8 +12,12 @@ import { liveCallSets } from '../metrics/edgeMetrics.js';
 export interface CallConversation {
   speak(text: string, opts: { bargeIn: boolean; signal: AbortSignal }): Promise<SpeakToCallerResult>;
   ask(prompt: string, hint: AnswerHint, opts: { noSpeechTimeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult>;
-  /** The caller's next utterance, without a prompt (a bridged transfer transcribes the caller with it). */
-  listen?(opts: { timeoutMs: number; signal: AbortSignal }): Promise<AskCallerResult & { speechEndedAt?: number }>;
+  /**
+   * The caller's next utterance, without a prompt (a bridged transfer transcribes the caller with
+   * it). `converseTurn`: the caller's turn in a model conversation, heard with the converse
+   * hangover (ENDPOINTER_CONVERSE_END_SILENCE_MS) and the recogniser's low-latency decoding.
+   */
+  listen?(opts: { timeoutMs: number; signal: AbortSignal; converseTurn?: boolean }): Promise<AskCallerResult & { speechEndedAt?: number }>;
   /** Speaks sentences as they are written (a converse step's model answer); absent: the call cannot converse. */
   speakSentences?(source: SentenceSource, opts: { signal: AbortSignal }): Promise<SpokenSentences & EdgeSystemNotes>;
 }

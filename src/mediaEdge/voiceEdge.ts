@@ -20,6 +20,7 @@ import { createMediaEdgeActivities } from './activities.js';
 import { createEndpointing, type Endpointing } from './audio/endpointingConfig.js';
 import { CallEventReporter } from './callEvents.js';
 import { CallTransfers } from './callTransfer.js';
+import { EarlyModelTurns } from './conversation/earlyModelTurns.js';
 import { ConversationEngine } from './conversation/engine.js';
 import { LiveCalls, type CallConversation, type LiveCall } from './liveCalls.js';
 import type { AudioBand, ChannelCloseReason, MediaChannel } from './media/channel.js';
@@ -127,7 +128,7 @@ export function callSpeechOf(
  * workflow reprompts). Each answer carries the System Notes the call's speech engines left
  * since the previous one (`takeNotes`), for the workflow to write.
  */
-export function conversationOf(engine: ConversationEngine, takeNotes: () => SystemNote[]): CallConversation {
+export function conversationOf(engine: ConversationEngine, takeNotes: () => SystemNote[], converse: { endSilenceMs?: number } = {}): CallConversation {
   const withNotes = <T extends object>(answer: T): T & EdgeSystemNotes => {
     const systemNotes = takeNotes();
     return systemNotes.length > 0 ? { ...answer, systemNotes } : answer;
@@ -140,8 +141,9 @@ export function conversationOf(engine: ConversationEngine, takeNotes: () => Syst
       if (heard.kind !== 'utterance' || heard.text.trim() === '') return withNotes({ kind: 'silence' as const });
       return withNotes({ kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt), ...(heard.keyed ? { keyed: true } : {}) });
     },
-    async listen(opts) {
-      const heard = await engine.listen(opts);
+    async listen({ converseTurn, ...opts }) {
+      // A converse turn's answer waits on nothing but its text: the shorter hangover, the faster decoding.
+      const heard = await engine.listen(converseTurn ? { ...opts, hint: { expect: 'free', latency: 'low' }, endSilenceMs: converse.endSilenceMs } : opts);
       if (heard.kind !== 'utterance' || heard.text.trim() === '') return { kind: 'silence' as const };
       return { kind: 'utterance' as const, text: heard.text, recognitionMs: Math.round(heard.recognisedAt - heard.speechEndedAt), speechEndedAt: heard.speechEndedAt };
     },
@@ -161,6 +163,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     maxDelayMs: config.MEDIA_EDGE_RECORDING_RETRY_MAX_MS,
   };
   const endpointing = options.endpointing ?? createEndpointing({});
+  // A converse turn's next model turn, asked as soon as the caller's answer is recognised (earlyModelTurns.ts).
+  const earlyTurns = new EarlyModelTurns();
   await speech.warmUp();
   await endpointing.warmUp();
 
@@ -188,7 +192,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
     const engine = engineOf(call.channel, log, callSpeech);
     let recorder: CallRecorder | undefined;
     engines.set(call.callId, engine);
-    const live: LiveCall = { callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes), hangUp: () => call.hangUp(), sipDialog: call.dialog };
+    const live: LiveCall = { callId: call.callId, channel: call.channel, conversation: conversationOf(engine, callSpeech.takeNotes, { endSilenceMs: endpointing.settings.ENDPOINTER_CONVERSE_END_SILENCE_MS }), hangUp: () => call.hangUp(), sipDialog: call.dialog };
     calls.add(live);
     log.info('call connected');
     const ending = call.channel.closed.then(async (reason) => {
@@ -244,7 +248,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       namespace: options.temporalNamespace,
       taskQueue,
       activities: {
-        ...createMediaEdgeActivities({ calls, logger, transfers, converse: { llm: options.llm, checkArguments: checkToolArguments } }),
+        ...createMediaEdgeActivities({ calls, logger, transfers, converse: { llm: options.llm, checkArguments: checkToolArguments, earlyTurns } }),
         // cancel-call while this edge dials a call, ringing or screening its answer (phoneDialer.ts); without a trunk, a plain hang-up.
         cancelDial: async ({ callId }: { callId: string }) => (phoneDialer ? phoneDialer.cancelDial(callId) : calls.get(callId)?.hangUp()),
       },
@@ -333,6 +337,7 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
         stopWorker(activeWorker);
         await running;
         await connection.close();
+        earlyTurns.close();
       })();
       return closing;
     },

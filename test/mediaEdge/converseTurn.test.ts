@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ConversationEngine, saidOf } from '../../src/mediaEdge/conversation/engine.js';
-import { runConverseTurn, type ConverseVoice } from '../../src/mediaEdge/conversation/converseTurn.js';
+import { runConverseTurn, type ConverseTurnDeps, type ConverseVoice } from '../../src/mediaEdge/conversation/converseTurn.js';
+import { EarlyModelTurns } from '../../src/mediaEdge/conversation/earlyModelTurns.js';
 import { ChatCompletionsClient } from '../../src/llm/chatCompletions.js';
 import { checkJson } from '../../src/llm/jsonSchema.js';
 import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
 import { PocketsphinxRecognizer } from '../../src/mediaEdge/speech/pocketsphinx.js';
+import { conversationOf } from '../../src/mediaEdge/voiceEdge.js';
 import type { ConverseTurnInput } from '../../workflows/converseContracts.js';
 import { LoopbackChannel } from '../support/loopbackChannel.js';
 import { spoken } from '../support/spokenAudio.js';
@@ -103,6 +105,93 @@ describe('a converse turn on the edge', () => {
     assert.ok(LONG_ANSWER.startsWith(result.said), 'what was said is the start of the answer');
     assert.equal(result.content, LONG_ANSWER, 'the whole answer is still known (and counted)');
     assert.equal(result.heard?.kind, 'utterance');
+  });
+
+  it("the caller's turn ends after the converse hangover: a pause the engine's own 500 ms bridges ends it, and the next listen hears the rest; a plain listen after it hears both parts as one", async () => {
+    open();
+    const conversation = conversationOf(engine, () => [], { endSilenceMs: 300 });
+    const [first, second] = await Promise.all([spoken('on monday'), spoken('at ten please')]);
+    // A 450 ms pause: longer than the converse hangover, shorter than the engine's 500 ms.
+    const withPause = new Int16Array(first.length + 7_200 + second.length);
+    withPause.set(first);
+    withPause.set(second, first.length + 7_200);
+    const signal = new AbortController().signal;
+
+    const said = channel.callerSays(withPause);
+    const turn = await conversation.listen!({ timeoutMs: 3_000, signal, converseTurn: true });
+    assert.equal(turn.kind, 'utterance', 'the first part was heard');
+    const rest = await engine.listen({ timeoutMs: 3_000, signal });
+    assert.equal(rest.kind, 'utterance', 'the part after the pause is an utterance of its own');
+    await said;
+
+    const saidAgain = channel.callerSays(withPause);
+    const whole = await engine.listen({ timeoutMs: 3_000, signal });
+    assert.equal(whole.kind, 'utterance');
+    await saidAgain;
+    assert.equal((await engine.listen({ timeoutMs: 600, signal })).kind, 'silence', "without the converse turn the engine's hangover bridged the pause: nothing was left");
+  });
+
+  /** The caller barges in on a long answer; the turn then ends with their words heard. The model's answers after it: `then`. */
+  async function turnAnswered(d: ConverseTurnDeps, turnInput: ConverseTurnInput, voice: ConverseVoice, then: FakeReply) {
+    next = { text: LONG_ANSWER };
+    const asked = fake.requests.length;
+    const turn = runConverseTurn(d, voice, turnInput, new AbortController().signal);
+    await requestsReach(asked + 1);
+    next = then;
+    await channel.agentFrames(20);
+    void channel.callerSays(await spoken('stop please'));
+    const result = await turn;
+    assert.equal(result.heard?.kind, 'utterance');
+    return result;
+  }
+  const requestsReach = async (count: number) => {
+    while (fake.requests.length < count) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+
+  it("the next turn is asked of the model once the caller's answer is recognised: the next turn's activity, asking exactly that, takes the answer over (one request)", async () => {
+    const voice = open();
+    const earlyTurns = new EarlyModelTurns();
+    const d = { ...deps(), earlyTurns };
+    const first = input({ next: { tokensLeft: 1_000, maxReplyTokens: 400 } });
+    const before = fake.requests.length;
+    const result = await turnAnswered(d, first, voice, { text: 'Monday works well.' });
+    assert.equal(earlyTurns.waiting, 1, 'the next turn was asked');
+    const heard = result.heard?.kind === 'utterance' ? result.heard.text : '';
+    const second = await runConverseTurn(
+      d,
+      voice,
+      input({ turn: 2, messages: [...first.messages, { role: 'assistant', content: result.said }, { role: 'user', content: heard }], maxTokens: Math.min(400, 1_000 - result.usage.total_tokens), noSpeechTimeoutMs: 300 }),
+      new AbortController().signal,
+    );
+    assert.equal(second.outcome, 'answered');
+    assert.equal(second.said, 'Monday works well.');
+    assert.ok(second.timings?.askedEarlyMs !== undefined, 'the answer asked early was taken');
+    assert.equal(fake.requests.length, before + 2, 'two requests for the two turns: the second sent none of its own');
+    assert.deepEqual(fake.requests.at(-1)?.body.messages.at(-1), { role: 'user', content: heard }, "the early request ends with the caller's words");
+    assert.equal(earlyTurns.waiting, 0);
+  });
+
+  it('a next turn that asks something else (here another token cap) cancels the early answer and asks its own; none is asked without `next`', async () => {
+    const voice = open();
+    const earlyTurns = new EarlyModelTurns();
+    const d = { ...deps(), earlyTurns };
+    const first = input({ next: { tokensLeft: 1_000, maxReplyTokens: 400 } });
+    const result = await turnAnswered(d, first, voice, { text: 'Monday works well.' });
+    const asked = fake.requests.length;
+    const heard = result.heard?.kind === 'utterance' ? result.heard.text : '';
+    const second = await runConverseTurn(
+      d,
+      voice,
+      input({ turn: 2, messages: [...first.messages, { role: 'assistant', content: result.said }, { role: 'user', content: heard }], maxTokens: 5, noSpeechTimeoutMs: 300 }),
+      new AbortController().signal,
+    );
+    assert.equal(second.timings?.askedEarlyMs, undefined, 'not taken');
+    await requestsReach(asked + 1);
+    assert.equal(fake.requests.at(-1)?.body.max_tokens, 5, 'the turn asked its own');
+    assert.equal(earlyTurns.waiting, 0);
+
+    await turnAnswered(d, input(), voice, { text: 'Monday works well.' });
+    assert.equal(earlyTurns.waiting, 0, 'without next no early ask');
   });
 
   it('a tool call: the words before it are said, nothing is heard, the arguments are checked', async () => {

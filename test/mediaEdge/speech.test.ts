@@ -2,7 +2,9 @@
 // recognising Festival-spoken answers with the grammars built from answer hints, and the
 // engine choice at start-up.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
 import { joinFrames, sliceFrames } from '../../src/mediaEdge/audio/frames.js';
@@ -231,6 +233,35 @@ describe('pocketsphinx recognizer', () => {
 
   it('hears free text with the general language model', async () => {
     assert.equal(await recognise('my name is john smith', { expect: 'free' }), 'my name is john smith');
+  });
+
+  it('hears free text in a converse turn (latency low: the first decoding pass only)', async () => {
+    assert.equal(await recognise('my name is john smith', { expect: 'free', latency: 'low' }), 'my name is john smith');
+  });
+
+  it('a converse turn (latency low) asks the process for the first pass only, with tighter pruning; other answers keep every pass', async () => {
+    // A stand-in for pocketsphinx_continuous that reads the audio and prints the arguments it was given as its text.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-args-'));
+    const binary = path.join(dir, 'pocketsphinx-args');
+    writeFileSync(binary, '#!/bin/sh\ncat > /dev/null\necho "$@"\n', { mode: 0o755 });
+    const standIn = new PocketsphinxRecognizer({ binary });
+    try {
+      const argumentsFor = async (hint: AnswerHint) => {
+        const session = standIn.start({ hint });
+        session.write(new Int16Array(FRAME_SAMPLES));
+        return (await session.finish()).text;
+      };
+      const low = await argumentsFor({ expect: 'free', latency: 'low' });
+      for (const option of ['-fwdflat no', '-bestpath no', '-maxhmmpf 3000']) assert.ok(low.includes(option), `${option} in: ${low}`);
+      assert.ok(low.includes('en-us.lm.bin'), 'still the general language model');
+      const free = await argumentsFor({ expect: 'free' });
+      assert.ok(!free.includes('-fwdflat') && !free.includes('-bestpath'), free);
+      const yesNo = await argumentsFor({ expect: 'yes_no', latency: 'low' });
+      assert.ok(yesNo.includes('-jsgf') && !yesNo.includes('-fwdflat'), 'a grammar decodes as before');
+    } finally {
+      await standIn.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('an aborted session stops its process and its finish rejects', async () => {

@@ -293,6 +293,8 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     const energy = createEndpointing({ ENDPOINTER_END_SILENCE_MS: '700', ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '200' }).create() as Endpointer;
     assert.equal(energy.settings.endSilenceMs, 700);
     assert.equal(energy.settings.completeAnswerSilenceMs, 200);
+    assert.equal(createEndpointing({}).settings.ENDPOINTER_CONVERSE_END_SILENCE_MS, 350);
+    assert.equal(createEndpointing({ ENDPOINTER_CONVERSE_END_SILENCE_MS: '600' }).settings.ENDPOINTER_CONVERSE_END_SILENCE_MS, 600);
 
     const silero = createEndpointing({ ENDPOINTER: 'silero', ENDPOINTER_VAD_THRESHOLD: '0.6' });
     assert.throws(() => silero.create(), /not loaded/);
@@ -308,6 +310,8 @@ describe('voice-activity endpointing (Silero VAD)', () => {
       [{ ENDPOINTER_END_SILENCE_MS: 'soon' }, 'ENDPOINTER_END_SILENCE_MS'],
       [{ ENDPOINTER_END_SILENCE_MS: '50' }, 'ENDPOINTER_END_SILENCE_MS'],
       [{ ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '800' }, 'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS'],
+      [{ ENDPOINTER_CONVERSE_END_SILENCE_MS: '20' }, 'ENDPOINTER_CONVERSE_END_SILENCE_MS'],
+      [{ ENDPOINTER_CONVERSE_END_SILENCE_MS: 'quick' }, 'ENDPOINTER_CONVERSE_END_SILENCE_MS'],
       [{ ENDPOINTER_VAD_THRESHOLD: '1.5' }, 'ENDPOINTER_VAD_THRESHOLD'],
       [{ ENDPOINTER_ECHO_MARGIN_DB: 'loud' }, 'ENDPOINTER_ECHO_MARGIN_DB'],
       [{ ENDPOINTER_ECHO_MARGIN_DB: '3' }, 'ENDPOINTER_ECHO_MARGIN_DB'],

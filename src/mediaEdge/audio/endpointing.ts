@@ -84,11 +84,14 @@ export interface SpeechEndpointer {
   push(frame: PcmFrame, at: number): EndpointEvent | undefined | Promise<EndpointEvent | undefined>;
   /** Set while speaking when what was heard is already a complete answer: the short hangover applies. Cleared when speech starts or ends. */
   answerComplete: boolean;
+  /** The hangover of speech not yet complete while one listener waits (a converse turn's shorter one); undefined: the configured one. */
+  turnEndSilenceMs: number | undefined;
 }
 
 export class Endpointer implements SpeechEndpointer {
   readonly settings: EndpointerSettings;
   answerComplete = false;
+  turnEndSilenceMs: number | undefined;
   /** Audio heard so far, ms: the clock of the noise window. */
   private heardMs = 0;
   /** Frame levels that may still become the window's minimum: ascending levels, oldest first. */
@@ -164,7 +167,7 @@ export class Endpointer implements SpeechEndpointer {
     } else {
       this.quietMs += durationMs;
     }
-    const hangoverMs = this.answerComplete ? this.settings.completeAnswerSilenceMs : this.settings.endSilenceMs;
+    const hangoverMs = this.answerComplete ? this.settings.completeAnswerSilenceMs : (this.turnEndSilenceMs ?? this.settings.endSilenceMs);
     if (this.quietMs >= hangoverMs) return this.end(at, 'silence', this.lastSpeechAt);
     if (this.utteranceMs >= this.settings.maxUtteranceMs) return this.end(at, 'max_length', at);
     return undefined;

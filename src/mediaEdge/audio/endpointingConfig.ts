@@ -5,6 +5,7 @@
  *   ENDPOINTER                             energy (default) | silero
  *   ENDPOINTER_END_SILENCE_MS              quiet that ends free speech (500)
  *   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS  quiet that ends an answer already complete (240)
+ *   ENDPOINTER_CONVERSE_END_SILENCE_MS     quiet that ends a caller's turn in a converse step (350)
  *   ENDPOINTER_VAD_THRESHOLD               silero: speech probability of a voice window (0.5)
  *   ENDPOINTER_ECHO_MARGIN_DB              voice this far below the agent's level while it speaks is echo (25; off)
  *
@@ -22,6 +23,14 @@ import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, ty
 import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
 import { DEFAULT_VOICE_ENDPOINTER_SETTINGS, VoiceEndpointer } from './voiceEndpointing.js';
 
+/**
+ * Quiet that ends a caller's turn in a model conversation (a converse step): the model's
+ * answer waits on it, so it is shorter than free speech's 500 ms, yet longer than the pause
+ * Festival's voice makes at a comma (280-300 ms: at 260-280 ms one of twelve test sentences
+ * was cut there, at 300 ms none; docs/speech.md "Endpointing").
+ */
+export const CONVERSE_END_SILENCE_MS = 350;
+
 export const ENDPOINTERS = ['energy', 'silero'] as const;
 export type EndpointerKind = (typeof ENDPOINTERS)[number];
 
@@ -30,6 +39,7 @@ export interface EndpointingConfig {
   ENDPOINTER?: string;
   ENDPOINTER_END_SILENCE_MS?: string;
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS?: string;
+  ENDPOINTER_CONVERSE_END_SILENCE_MS?: string;
   ENDPOINTER_VAD_THRESHOLD?: string;
   ENDPOINTER_ECHO_MARGIN_DB?: string;
 }
@@ -41,6 +51,7 @@ const schema = z.object({
   ENDPOINTER: z.enum(ENDPOINTERS, { message: `must be one of ${ENDPOINTERS.join(', ')}` }).default('energy'),
   ENDPOINTER_END_SILENCE_MS: wholeMs(100, 5_000).default(END_OF_UTTERANCE_SILENCE_MS),
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: wholeMs(60, 5_000).default(COMPLETE_ANSWER_SILENCE_MS),
+  ENDPOINTER_CONVERSE_END_SILENCE_MS: wholeMs(100, 5_000).default(CONVERSE_END_SILENCE_MS),
   ENDPOINTER_ECHO_MARGIN_DB: z
     .string()
     .default(String(ECHO_MARGIN_DB))

@@ -55,6 +55,7 @@ export interface VoiceActivityClassifier {
 export class VoiceEndpointer implements SpeechEndpointer {
   readonly settings: VoiceEndpointerSettings;
   answerComplete = false;
+  turnEndSilenceMs: number | undefined;
   /** Every probability computed, when `keepProbabilities` (for tests and benchmarks). */
   readonly probabilities: number[] | undefined;
   private readonly window = new Int16Array(VAD_WINDOW_SAMPLES);
@@ -126,7 +127,7 @@ export class VoiceEndpointer implements SpeechEndpointer {
     } else {
       this.quietMs += WINDOW_MS;
     }
-    const hangoverMs = this.answerComplete ? settings.completeAnswerSilenceMs : settings.endSilenceMs;
+    const hangoverMs = this.answerComplete ? settings.completeAnswerSilenceMs : (this.turnEndSilenceMs ?? settings.endSilenceMs);
     if (this.quietMs >= hangoverMs) return this.end(at, 'silence', this.lastVoiceAt);
     if (this.utteranceMs >= settings.maxUtteranceMs) return this.end(at, 'max_length', at);
     return undefined;

@@ -10,12 +10,15 @@ import type { SystemNote } from '../../domain/calls.js';
 import { LlmError, type ChatCompletion, type ChatCompletionsClient } from '../../llm/chatCompletions.js';
 import { SentenceSplitter } from '../../llm/sentences.js';
 import type { CheckedToolCall, ConverseToolDefinition, ConverseTurnInput, ConverseTurnResult, ConverseUsage } from '../../../workflows/converseContracts.js';
+import type { EarlyModelTurns } from './earlyModelTurns.js';
 import type { SentenceSource } from './engine.js';
 
 /** What a converse turn needs of the call's conversation. */
 export interface ConverseVoice {
   speakSentences(source: SentenceSource, options: { signal: AbortSignal }): Promise<{ said: string; interrupted: boolean; firstFrameAt?: number; systemNotes?: SystemNote[] }>;
   listen(options: { timeoutMs: number; signal: AbortSignal }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
+  /** Settles when the call's media ends (an early answer for the next turn is then cancelled). */
+  ended?: Promise<unknown>;
 }
 
 /** Checks a value against a JSON Schema: undefined when it matches, else why not. */
@@ -29,6 +32,8 @@ export interface ConverseTurnDeps {
   retryDelayMs?: number;
   /** The conversation engine's clock (epoch ms): the first frame's time is read on it. */
   now?: () => number;
+  /** The edge's early answers: the next turn asked once the caller's answer is recognised (earlyModelTurns.ts); absent: asked when its activity comes. */
+  earlyTurns?: EarlyModelTurns;
 }
 
 /** Sentences handed from the model's stream to the speaking engine. */
@@ -82,6 +87,22 @@ function errorOf(err: unknown): { code: string; message: string; status?: number
   return { code: 'unknown', message: err instanceof Error ? err.message : String(err) };
 }
 
+/**
+ * The next model turn asked now that the caller's answer is known, as the workflow will ask it
+ * (converseStep.ts: this turn's words as the assistant's message, as `said`, then the caller's
+ * as the user's), when one follows. Should the two ever differ, the activity's request does not
+ * match and the early answer is cancelled: a lost head start, never a wrong answer.
+ */
+function askNextEarly(deps: ConverseTurnDeps, voice: ConverseVoice, input: ConverseTurnInput, assistant: ConverseTurnInput['messages'], heard: ConverseTurnResult['heard'], usage: ConverseUsage): void {
+  const next = input.next;
+  if (!deps.llm || !deps.earlyTurns || !next || heard?.kind !== 'utterance') return;
+  const tokensLeft = next.tokensLeft - usage.total_tokens;
+  if (tokensLeft <= 0) return;
+  const tools = input.say !== undefined ? (next.tools ?? []) : input.tools;
+  const messages = [...(input.say !== undefined ? (next.messages ?? []) : input.messages), ...assistant, { role: 'user' as const, content: heard.text }];
+  deps.earlyTurns.ask(input.callId, deps.llm, { messages, ...(tools.length ? { tools } : {}), maxTokens: Math.max(1, Math.min(next.maxReplyTokens, tokensLeft)) }, voice.ended);
+}
+
 /** Runs one turn; a failure of the model is an answer (model_error), a failure of the call's media is thrown. */
 export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoice, input: ConverseTurnInput, signal: AbortSignal): Promise<ConverseTurnResult> {
   const now = deps.now ?? (() => performance.timeOrigin + performance.now());
@@ -102,6 +123,8 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     line.end();
     const spoken = keepNotes(await voice.speakSentences(line, { signal }));
     const heard = heardOf(await listen(signal));
+    // The workflow adds the line to the conversation only when some of it was said.
+    askNextEarly(deps, voice, input, spoken.said ? [{ role: 'assistant', content: spoken.said }] : [], heard, NO_USAGE);
     return finish({ outcome: 'answered', said: spoken.said, interrupted: spoken.interrupted, content: '', toolCalls: [], usage: NO_USAGE, heard });
   }
   if (!deps.llm) {
@@ -119,17 +142,19 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     const splitter = new SentenceSplitter();
     for (let attempt = 1; ; attempt++) {
       try {
-        const completion = await llm.stream(
-          { messages: input.messages, ...(input.tools.length ? { tools: input.tools } : {}), maxTokens: input.maxTokens, signal: model.signal },
-          (delta) => {
-            if (!streamed) timings.firstTokenMs = Math.round(now() - started);
-            streamed = true;
-            for (const sentence of splitter.push(delta)) {
-              timings.firstSentenceMs ??= Math.round(now() - started);
-              queue.push(sentence);
-            }
-          },
-        );
+        const request = { messages: input.messages, ...(input.tools.length ? { tools: input.tools } : {}), maxTokens: input.maxTokens };
+        const onText = (delta: string) => {
+          if (!streamed) timings.firstTokenMs = Math.round(now() - started);
+          streamed = true;
+          for (const sentence of splitter.push(delta)) {
+            timings.firstSentenceMs ??= Math.round(now() - started);
+            queue.push(sentence);
+          }
+        };
+        // The answer asked when the caller's last words were recognised, if it was asked with exactly this request.
+        const early = attempt === 1 ? deps.earlyTurns?.take(input.callId, request) : undefined;
+        if (early) timings.askedEarlyMs = Math.max(0, Math.round(started - early.askedAt));
+        const completion = await (early ? early.follow(onText, model.signal) : llm.stream({ ...request, signal: model.signal }, onText));
         const rest = splitter.flush();
         if (rest) {
           timings.firstSentenceMs ??= Math.round(now() - started);
@@ -174,6 +199,7 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
         return finish({ ...base, outcome: 'tool_calls', content: completion.content, toolCalls: checkToolCalls(completion.toolCalls, input.tools, deps.checkArguments), usage });
       }
       const heard = heardOf(await listening);
+      askNextEarly(deps, voice, input, [{ role: 'assistant', content: spoken.said }], heard, usage);
       return finish({ ...base, outcome: 'answered', content: completion.content, toolCalls: [], usage, heard });
     } finally {
       signal.removeEventListener('abort', onCallAbort);

@@ -258,11 +258,19 @@ export class ConversationEngine {
   /**
    * Waits for the caller's next utterance and recognises it. `silence` when no speech
    * starts within `timeoutMs`; speech that started in time is heard to its end.
+   * `endSilenceMs`: the quiet that ends this answer instead of the endpointer's own (a
+   * converse turn's shorter hangover, docs/speech.md "Endpointing").
    */
-  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal }): Promise<ListenResult> {
+  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal; endSilenceMs?: number }): Promise<ListenResult> {
     const answer = this.expectAnswer(options.hint, options.signal, undefined);
     answer.startNoSpeechTimer(options.timeoutMs);
-    return answer.result;
+    if (options.endSilenceMs === undefined) return answer.result;
+    this.endpointer.turnEndSilenceMs = options.endSilenceMs;
+    try {
+      return await answer.result;
+    } finally {
+      this.endpointer.turnEndSilenceMs = undefined;
+    }
   }
 
   /**
@@ -402,7 +410,9 @@ export class ConversationEngine {
    * the call never stops hearing the caller; an utterance under way ends here and is recognised.
    */
   private fallBackToEnergy(err: Error, at: number): EndpointEvent | undefined {
+    const turnEndSilenceMs = this.endpointer.turnEndSilenceMs;
     this.endpointer = new Endpointer(this.energySettings);
+    this.endpointer.turnEndSilenceMs = turnEndSilenceMs;
     this.onEndpointerError?.(err);
     return this.speaking ? { type: 'speech_end', at, detectedAt: at, reason: 'silence' } : undefined;
   }

@@ -42,6 +42,12 @@ export interface AnswerHint {
   phrases?: readonly string[];
   /** How the caller may answer: spoken, keyed on the keypad, or either (default). The conversation engine's concern, not a recogniser's. */
   input?: AnswerInput;
+  /**
+   * `low`: the answer waits on nothing but the text (a caller's turn in a model conversation),
+   * so an engine that can answer sooner at some cost in accuracy does (pocketsphinx: one pruned
+   * decoding pass, docs/speech.md); others ignore it.
+   */
+  latency?: 'low';
 }
 
 /** An ask step's `input`: which of speech and keypad digits answer it. */

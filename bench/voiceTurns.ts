@@ -44,12 +44,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
-import OpusScript from 'opusscript';
 import pino from 'pino';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { freePort } from '../src/localPorts.js';
 import { createLogger } from '../src/logging/logger.js';
-import { resample } from '../src/mediaEdge/audio/resample.js';
 import type { ConversationEngine, TurnLatency } from '../src/mediaEdge/conversation/engine.js';
 import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
 import type { AudioBand } from '../src/mediaEdge/media/channel.js';
@@ -57,7 +55,7 @@ import { createSpeechEngines, type SpeechEngines } from '../src/mediaEdge/speech
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import { SipTestClient } from '../test/support/sipClient.js';
-import { spoken } from '../test/support/spokenAudio.js';
+import { opusSilence, spokenOpus } from '../test/support/spokenOpus.js';
 import { overTelephone } from '../test/support/telephoneBand.js';
 import { BrowserPeer } from '../test/support/webrtcPeer.js';
 import { ACCOUNT_LINE_ANSWERS, ACCOUNT_LINE_SCRIPT } from './support/accountLineScript.js';
@@ -185,21 +183,10 @@ async function callers(): Promise<void> {
     void (async () => {
       if (m.cmd === 'prepare') {
         // Encoded once, sent by every caller: the callers' process spends no CPU encoding.
-        const encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
-        const encode = (pcm48k: Int16Array) => {
-          const frames: Buffer[] = [];
-          for (let at = 0; at < pcm48k.length; at += 960) {
-            const frame = new Int16Array(960);
-            frame.set(pcm48k.subarray(at, Math.min(at + 960, pcm48k.length)));
-            frames.push(Buffer.from(encoder.encode(Buffer.from(frame.buffer), 960)));
-          }
-          return frames;
-        };
-        silence = encode(new Int16Array(960))[0];
+        silence = opusSilence();
         answers = [];
         // A phone caller's voice reaches the peer as a phone line carries it.
-        for (const text of m.answers) answers.push(encode(resample(m.band === 'telephone' ? overTelephone(await spoken(text)) : await spoken(text), 16_000, 48_000)));
-        encoder.delete();
+        for (const text of m.answers) answers.push(await spokenOpus(text, m.band === 'telephone' ? overTelephone : undefined));
         send({ event: 'prepared' });
       } else if (m.cmd === 'calls') {
         // The callers' own event loop: when it stalls, their packets leave in bursts.

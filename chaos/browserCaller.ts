@@ -1,16 +1,13 @@
 // Browser calls that really talk, for the chaos run: werift peers (test/support/webrtcPeer.ts,
 // Opus like Chrome) that dial the media edge with a session minted through the API, as
 // bench/voiceTurns.ts does, and answer each of the agent's prompts with festival-made speech
-// (test/support/spokenAudio.ts) once the prompt has ended.
-import OpusScript from 'opusscript';
-import { resample } from '../src/mediaEdge/audio/resample.js';
+// (test/support/spokenOpus.ts) once the prompt has ended.
 import { SipTestClient } from '../test/support/sipClient.js';
-import { spoken } from '../test/support/spokenAudio.js';
+import { opusSilence, spokenOpus } from '../test/support/spokenOpus.js';
 import { BrowserPeer } from '../test/support/webrtcPeer.js';
 
 /** The agent's prompt has ended when no packet came for this long (the edge sends nothing while silent). */
 const PROMPT_END_QUIET_MS = 400;
-const FRAME_SAMPLES_48K = 960;
 
 export interface Bootstrap {
   ws_url: string;
@@ -26,23 +23,9 @@ export class SpokenAnswers {
   ) {}
 
   static async prepare(texts: string[]): Promise<SpokenAnswers> {
-    const encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
-    try {
-      const encode = (pcm: Int16Array): Buffer[] => {
-        const frames: Buffer[] = [];
-        for (let at = 0; at < pcm.length; at += FRAME_SAMPLES_48K) {
-          const frame = new Int16Array(FRAME_SAMPLES_48K);
-          frame.set(pcm.subarray(at, Math.min(at + FRAME_SAMPLES_48K, pcm.length)));
-          frames.push(Buffer.from(encoder.encode(Buffer.from(frame.buffer), FRAME_SAMPLES_48K)));
-        }
-        return frames;
-      };
-      const answers: Buffer[][] = [];
-      for (const text of texts) answers.push(encode(resample(await spoken(text), 16_000, 48_000)));
-      return new SpokenAnswers(answers, encode(new Int16Array(FRAME_SAMPLES_48K))[0]);
-    } finally {
-      encoder.delete();
-    }
+    const answers: Buffer[][] = [];
+    for (const text of texts) answers.push(await spokenOpus(text));
+    return new SpokenAnswers(answers, opusSilence());
   }
 }
 

@@ -8,51 +8,32 @@
 // cannot understand speech: it answers each call's turns from a list, found by the script id in
 // the system prompt.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import OpusScript from 'opusscript';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { insertScript } from '../../src/db/repositories/scripts.js';
-import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
+import type { ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
 import { ChatCompletionsClient } from '../../src/llm/chatCompletions.js';
-import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { resample } from '../../src/mediaEdge/audio/resample.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
-import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
 import { callResultView } from '../../src/services/callViews.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, createCallWorker } from '../support/calls.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow } from '../support/calls.js';
 import { startFakeChatCompletions, type FakeChatCompletions, type FakeReply } from '../support/fakeChatCompletions.js';
+import { storeCheckedScript } from '../support/scripts.js';
 import { SipTestClient } from '../support/sipClient.js';
-import { spoken } from '../support/spokenAudio.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { opusSilence, spokenOpus } from '../support/spokenOpus.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 import { BrowserPeer } from '../support/webrtcPeer.js';
 
-const SECRET = 'converse-test-media-edge-secret-01';
-const SIP_DOMAIN = 'edge.converse.test';
 /** The agent is done speaking when no packet came for this long. */
 const QUIET_MS = 500;
 
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
-let speech: SpeechEngines;
-let edge: VoiceEdge;
 let team: TestTeam;
 let fake: FakeChatCompletions;
-let recordingsDir: string;
 /** The fake's answers, by the script id its system prompt names. */
 const replies = new Map<string, FakeReply[]>();
 
 before(async () => {
-  recordingsDir = mkdtempSync(path.join(os.tmpdir(), 'converse-call-recordings-'));
   // A model's pace: the first token after 300 ms, then 40 tokens a second.
   fake = await startFakeChatCompletions({
     firstTokenMs: 300,
@@ -62,44 +43,15 @@ before(async () => {
       return replies.get(scriptId)?.shift() ?? { status: 500 };
     },
   });
-  env = await createLocalEnv();
-  const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `converse-call-${process.pid}`,
-    MEDIA_EDGE_WS_URL: wsUrl,
-    MEDIA_EDGE_SIP_DOMAIN: SIP_DOMAIN,
-    MEDIA_EDGE_SECRET: SECRET,
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: recordingsDir,
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
-  speech = createSpeechEngines({});
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, MEDIA_EDGE_SIP_DOMAIN: SIP_DOMAIN, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `converse-test-${process.pid}`,
-    llm: new ChatCompletionsClient({ baseUrl: fake.baseUrl, model: 'fake-model', timeoutMs: 20_000 }),
-  });
+  stack = await startVoiceStack('converse-call', {}, { webCallDomain: 'edge.converse.test' });
+  ({ env, app } = stack);
+  await stack.startEdge({ llm: new ChatCompletionsClient({ baseUrl: fake.baseUrl, model: 'fake-model', timeoutMs: 20_000 }) });
   team = await createTestTeam(app.pool);
 });
 
 after(async () => {
-  await edge?.close();
-  await speech?.close();
-  worker?.shutdown();
-  await running;
-  await app?.close();
-  await env?.teardown();
+  await stack?.stop();
   await fake?.close();
-  rmSync(recordingsDir, { recursive: true, force: true });
 });
 
 const TOOLS = [
@@ -132,30 +84,12 @@ function converseScript(name: string, onError?: string): ScriptDefinitionInput {
 }
 
 async function storeScript(definition: ScriptDefinitionInput, turns: FakeReply[]): Promise<string> {
-  const parsed = parseScriptDefinition(definition);
-  assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
-  const { id } = await insertScript(app.pool, { teamId: team.teamId, name: parsed.script.name, definition: parsed.script });
+  const id = await storeCheckedScript(app.pool, team.teamId, definition);
   replies.set(id, turns);
   return id;
 }
 
-/** Opus payloads, 20 ms each, of 48 kHz audio. */
-function opusFrames(pcm48k: Int16Array): Buffer[] {
-  const encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
-  try {
-    const frames: Buffer[] = [];
-    for (let at = 0; at < pcm48k.length; at += 960) {
-      const frame = new Int16Array(960);
-      frame.set(pcm48k.subarray(at, Math.min(at + 960, pcm48k.length)));
-      frames.push(Buffer.from(encoder.encode(Buffer.from(frame.buffer), 960)));
-    }
-    return frames;
-  } finally {
-    encoder.delete();
-  }
-}
-const encoded = async (text: string) => opusFrames(resample(await spoken(text), 16_000, 48_000));
-const QUIET_FRAME = opusFrames(new Int16Array(960))[0];
+const QUIET_FRAME = opusSilence();
 
 /**
  * One caller: dials a web session of `scriptId`, then for each answer waits for the agent's
@@ -180,7 +114,7 @@ async function converseByVoice(scriptId: string, answers: Array<{ text: string; 
 async function dialAndAnswer(scriptId: string, answers: Array<{ text: string; bargeInAfterPackets?: number }>, connectedNow: () => void): Promise<string> {
   const session = await app.request('POST', '/api/v1/create-web-session', { key: team.apiKey, body: { script_id: scriptId } });
   assert.equal(session.status, 201, session.text);
-  const payloads = await Promise.all(answers.map((a) => encoded(a.text)));
+  const payloads = await Promise.all(answers.map((a) => spokenOpus(a.text)));
   const sip = await SipTestClient.connect(session.json.ws_url);
   const peer = new BrowserPeer('opus', { decode: false });
   let packets = 0;

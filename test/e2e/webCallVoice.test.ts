@@ -8,38 +8,28 @@
 // One call runs with Whisper and the Silero endpointer (the edge's engines are switched for
 // it; the rest of the set-up is shared), answering a free-text question.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startExampleServer, type ExampleServer } from '../../examples/web-call/server.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { parseScriptDefinition } from '../../src/domain/scripts/definition.js';
-import { freePort } from '../../src/localPorts.js';
-import { createLogger } from '../../src/logging/logger.js';
 import { readWav, writeWav } from '../../src/mediaEdge/audio/wav.js';
-import { loadMediaEdgeConfig } from '../../src/mediaEdge/server.js';
 import { createEndpointing, type Endpointing } from '../../src/mediaEdge/audio/endpointingConfig.js';
 import { VoiceEndpointer } from '../../src/mediaEdge/audio/voiceEndpointing.js';
 import { createSpeechEngines, type SpeechEngines } from '../../src/mediaEdge/speech/speechEngines.js';
 import type { WhisperRecognizer } from '../../src/mediaEdge/speech/whisper.js';
-import { startVoiceEdge, type VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
-import { createRecordingStore } from '../../src/recordings/index.js';
+import type { VoiceEdge } from '../../src/mediaEdge/voiceEdge.js';
 import { linkObjectsToContact } from '../../src/services/objects.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { wordErrors } from '../../bench/speechAccuracy/scoring.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { callResultOrStuck, callTestConfig, createCallWorker } from '../support/calls.js';
+import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
+import { callResultOrStuck } from '../support/calls.js';
 import { spoken } from '../support/spokenAudio.js';
-import { createLocalEnv } from '../support/temporal.js';
+import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
 
-const SECRET = 'voice-test-media-edge-secret-0123';
-const SIP_DOMAIN = 'edge.voice.test';
 const ACCOUNT_PIN = '2946';
 
 /** Greets, asks for the account number (digits) and a yes/no, checks both, branches, ends. */
@@ -73,10 +63,9 @@ const FREE_TEXT_SCRIPT = {
   ],
 };
 
+let stack: VoiceStack;
 let env: TestWorkflowEnvironment;
 let app: TestApi;
-let worker: Worker;
-let running: Promise<void>;
 let speech: SpeechEngines;
 let edge: VoiceEdge;
 let team: TestTeam;
@@ -118,37 +107,13 @@ const edgeEndpointing: Endpointing = {
   warmUp: () => energyEndpointing.warmUp(),
   close: () => energyEndpointing.close(),
 };
-let recordingsDir: string;
 
 before(async () => {
-  recordingsDir = mkdtempSync(path.join(os.tmpdir(), 'voice-call-recordings-'));
-  env = await createLocalEnv();
-  const edgePort = await freePort();
-  const wsUrl = `ws://127.0.0.1:${edgePort}/ws`;
-  const settings = {
-    TEMPORAL_TASK_QUEUE: `web-call-voice-${process.pid}`,
-    MEDIA_EDGE_WS_URL: wsUrl,
-    MEDIA_EDGE_SIP_DOMAIN: SIP_DOMAIN,
-    MEDIA_EDGE_SECRET: SECRET,
-    RECORDINGS_STORE: 'local',
-    RECORDINGS_DIR: recordingsDir,
-    RATE_LIMITS_ENABLED: 'false',
-  } as const;
-  app = await startTestApi({ temporal: env.client, config: settings });
-  const workerConfig = callTestConfig(settings);
-  worker = await createCallWorker(env, app.pool, workerConfig);
-  running = worker.run();
+  stack = await startVoiceStack('web-call-voice', {}, { webCallDomain: 'edge.voice.test' });
+  ({ env, app } = stack);
   speech = createSpeechEngines({});
-  edge = await startVoiceEdge({
-    config: loadMediaEdgeConfig({ MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SECRET: SECRET, API_URL: app.url, MEDIA_EDGE_SIP_DOMAIN: SIP_DOMAIN, LOG_LEVEL: 'silent' }),
-    logger: createLogger(process.env.EDGE_LOG_LEVEL ?? 'silent'),
-    speech: edgeSpeech,
-    endpointing: edgeEndpointing,
-    recordings: createRecordingStore(workerConfig),
-    temporalAddress: env.address,
-    temporalNamespace: env.namespace ?? 'default',
-    instanceId: `voice-test-${process.pid}`,
-  });
+  // The stack closes them (edgeSpeech closes `speech`).
+  edge = await stack.startEdge({ speech: edgeSpeech, endpointing: edgeEndpointing });
 
   team = await createTestTeam(app.pool);
   const script = parseScriptDefinition(SCRIPT);
@@ -181,13 +146,7 @@ after(async () => {
   await browser?.close();
   await example?.close();
   await freeTextExample?.close();
-  await edge?.close();
-  await speech?.close();
-  worker?.shutdown();
-  await running;
-  await app?.close();
-  await env?.teardown();
-  rmSync(recordingsDir, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 /**

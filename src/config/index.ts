@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -56,6 +57,13 @@ export const configSchema = z.object({
   WORKER_WORKFLOW_THREADS: positiveInt.max(16, 'must be at most 16').default(1),
   WORKER_MAX_WORKFLOW_TASKS: positiveInt.default(40),
   WORKER_MAX_LOCAL_ACTIVITIES: positiveInt.default(100),
+  // Where workers keep the workflow bundle, under the content of every file in it, so a restarted
+  // worker reads it instead of running webpack again (docs/reliability.md, "Restarting fast").
+  // Unset = <DATA_DIR>/workflow-bundles (.tools/workflow-bundles under the test runner: workflowBundleDir).
+  WORKFLOW_BUNDLE_CACHE_DIR: z
+    .string()
+    .refine((dir) => !existsSync(dir) || statSync(dir).isDirectory(), 'must be a directory (a file of that name is there)')
+    .optional(),
   TEMPORAL_CLI_PATH: z.string().min(1).default(path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal')),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   // Prometheus metrics (docs/observability.md): each process serves GET /metrics on a port of
@@ -228,6 +236,12 @@ export function webCallingConfigured(config: Config): boolean {
 /** Where the local recording store keeps its files. */
 export function recordingsDir(config: Pick<Config, 'RECORDINGS_DIR' | 'DATA_DIR'>): string {
   return config.RECORDINGS_DIR ?? path.join(config.DATA_DIR, 'recordings');
+}
+
+/** Where the workers keep their workflow bundles (WORKFLOW_BUNDLE_CACHE_DIR); the test runs share one folder for all their processes. */
+export function workflowBundleDir(config: Pick<Config, 'WORKFLOW_BUNDLE_CACHE_DIR' | 'DATA_DIR' | 'NODE_ENV'>): string {
+  if (config.WORKFLOW_BUNDLE_CACHE_DIR) return config.WORKFLOW_BUNDLE_CACHE_DIR;
+  return config.NODE_ENV === 'test' ? path.join(PROJECT_ROOT, '.tools', 'workflow-bundles') : path.join(config.DATA_DIR, 'workflow-bundles');
 }
 
 /** The API's public base URL, without a trailing slash. */

@@ -3,19 +3,20 @@ import { inspect } from 'node:util';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogEntry, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
-import { PROJECT_ROOT } from '../config/index.js';
+import { PROJECT_ROOT, workflowBundleDir } from '../config/index.js';
+import type { Logger } from '../logging/logger.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
 import { startAdmissionPacer } from '../services/admissionPacer.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
-import { cachedWorkflowBundle, TEST_WORKFLOW_BUNDLES_DIR } from './workflowBundleCache.js';
+import { TEST_WORKFLOW_BUNDLES_DIR, workflowBundleForWorker } from './workflowBundleCache.js';
 import { liveCallTaskQueue, webhookTaskQueue } from '../../workflows/contracts.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
-/** One bundle per kind: with the tracing interceptor module (tracing on) and without. */
-const bundlePromises = new Map<boolean, Promise<WorkflowBundle>>();
+/** One bundle per kind (with the tracing interceptor module, tracing on, and without) and cache folder. */
+const bundlePromises = new Map<string, Promise<WorkflowBundle>>();
 let runtimeInstalled = false;
 
 /**
@@ -58,20 +59,34 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
 }
 
 /**
- * The workflow bundle, built once per process (webpack is slow on two cores); with the workflow's
- * span interceptors when tracing is on. Under the test runner (NODE_ENV=test) it is built once
- * for all the run's processes and kept in .tools/workflow-bundles (workflowBundleCache.ts).
+ * The workflow bundle, made once per process (webpack is slow on two cores); with the workflow's
+ * span interceptors when tracing is on. Kept in `cacheDir` (workflowBundleDir: WORKFLOW_BUNDLE_CACHE_DIR)
+ * under the content of every file in it, so a worker started again reads it instead of running
+ * webpack (about 5 s of a quiet machine's CPU, minutes on a loaded one; workflowBundleCache.ts).
+ * Without `cacheDir`: the test runs' shared folder under the test runner (NODE_ENV=test), else
+ * built in memory.
  */
-export function workflowBundle(): Promise<WorkflowBundle> {
+export function workflowBundle(cacheDir?: string, logger?: Logger): Promise<WorkflowBundle> {
   const interceptorModules = workflowInterceptorModules();
   const traced = interceptorModules.length > 0;
-  let bundle = bundlePromises.get(traced);
+  const dir = cacheDir ?? (process.env.NODE_ENV === 'test' ? TEST_WORKFLOW_BUNDLES_DIR : undefined);
+  const memoKey = `${traced} ${dir ?? ''}`;
+  let bundle = bundlePromises.get(memoKey);
   if (!bundle) {
     const options = { workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: interceptorModules, logger: new DefaultLogger('WARN') };
-    bundle = process.env.NODE_ENV === 'test' ? cachedWorkflowBundle(options, TEST_WORKFLOW_BUNDLES_DIR) : bundleWorkflowCode(options);
-    bundlePromises.set(traced, bundle);
+    bundle = dir === undefined ? bundleWorkflowCode(options) : keptWorkflowBundle(options, dir, logger);
+    bundlePromises.set(memoKey, bundle);
   }
   return bundle;
+}
+
+async function keptWorkflowBundle(options: Parameters<typeof workflowBundleForWorker>[0], dir: string, logger?: Logger): Promise<WorkflowBundle> {
+  const started = Date.now();
+  const result = await workflowBundleForWorker(options, dir);
+  const ms = Date.now() - started;
+  if (!result.kept) logger?.warn({ dir, reason: result.reason, ms }, 'workflow bundle cache folder unusable: bundle built in memory');
+  else logger?.info({ dir, ms }, result.built ? 'workflow bundle built and kept' : 'workflow bundle read from the cache');
+  return { code: result.code };
 }
 
 /**
@@ -91,7 +106,7 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle(workflowBundleDir(opts.deps.config), opts.deps.logger),
     activities: createActivities(opts.deps),
     ...tracedWorkerOptions(),
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
@@ -111,7 +126,7 @@ export async function createWebhookWorker(opts: { connection: NativeConnection; 
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: webhookTaskQueue(opts.taskQueue),
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle(workflowBundleDir(opts.deps.config), opts.deps.logger),
     activities: createActivities(opts.deps),
     ...tracedWorkerOptions(),
     maxConcurrentActivityTaskExecutions: opts.deps.config.WEBHOOK_MAX_CONCURRENT_SENDS,

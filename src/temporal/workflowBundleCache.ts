@@ -9,7 +9,9 @@
  * the same content (sha-256) and every path webpack looked for and did not find is still
  * absent, so an edit to any workflow, to a module it imports or to a dependency makes the
  * next process build it again. Processes that want the same missing bundle at once build it
- * once: one holds a lock file, the others wait for its result.
+ * once: one holds a lock file, the others wait for its result. Workers keep theirs the same way
+ * (WORKFLOW_BUNDLE_CACHE_DIR, worker.ts): a worker started again reads the bundle instead of
+ * running webpack again (docs/reliability.md, "Restarting fast").
  */
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
@@ -43,10 +45,30 @@ export async function cachedWorkflowBundle(options: CachedBundleOptions, dir: st
   return { code };
 }
 
+/** Errors of a cache folder that cannot be made, read or written (the bundle is then built in memory). */
+const UNUSABLE_DIR_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR', 'EDQUOT']);
+
+/**
+ * keptOrBuiltWorkflowBundle for a worker: a cache folder that cannot be used (read-only, full, a
+ * file in the way) must not keep the worker from starting, so the bundle is then built in
+ * memory as before (`kept: false`, with the reason). A failing build still fails.
+ */
+export async function workflowBundleForWorker(options: CachedBundleOptions, dir: string): Promise<{ code: string; built: boolean; kept: true } | { code: string; built: true; kept: false; reason: string }> {
+  try {
+    return { ...(await keptOrBuiltWorkflowBundle(options, dir)), kept: true };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code !== 'string' || !UNUSABLE_DIR_CODES.has(code) || typeof (err as NodeJS.ErrnoException).syscall !== 'string') throw err;
+    const { code: bundle } = await bundleWorkflowCode(options);
+    return { code: bundle, built: true, kept: false, reason: (err as Error).message };
+  }
+}
+
 /** cachedWorkflowBundle's work, saying whether this call built the bundle. */
 export async function keptOrBuiltWorkflowBundle(options: CachedBundleOptions, dir: string): Promise<{ code: string; built: boolean }> {
   mkdirSync(dir, { recursive: true });
-  const lockFile = readFileSync(path.join(PROJECT_ROOT, 'package-lock.json'));
+  // The installed dependencies' versions (an install without a lock file keys on the files read alone).
+  const lockFile = existsSync(path.join(PROJECT_ROOT, 'package-lock.json')) ? readFileSync(path.join(PROJECT_ROOT, 'package-lock.json')) : '';
   const key = sha256(JSON.stringify({ workflowsPath: options.workflowsPath, interceptors: options.workflowInterceptorModules ?? [], lock: sha256(lockFile) })).slice(0, 24);
   const files = { manifest: path.join(dir, `${key}.json`), code: path.join(dir, `${key}.js`), lock: path.join(dir, `${key}.lock`) };
 

@@ -2,7 +2,7 @@
 // planted workflow module: the first call builds and keeps the bundle and the next one reads
 // it; an edit to a module the workflow imports, or a new file where webpack looked and found
 // nothing, makes the next call build again; two calls at once, past a lock left by a process
-// that died, build once.
+// that died, build once. A worker whose cache folder cannot be made builds in memory.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { DefaultLogger } from '@temporalio/worker';
 import { PROJECT_ROOT } from '../../src/config/index.js';
-import { keptOrBuiltWorkflowBundle } from '../../src/temporal/workflowBundleCache.js';
+import { keptOrBuiltWorkflowBundle, workflowBundleForWorker } from '../../src/temporal/workflowBundleCache.js';
 
 // Inside the project, so that webpack finds @temporalio/workflow in its node_modules.
 const work = mkdtempSync(path.join(PROJECT_ROOT, '.tools', 'bundle-cache-test-'));
@@ -59,4 +59,14 @@ test('two calls at once, past the lock of a process that died, build once', asyn
   const results = await Promise.all([bundle(), bundle()]);
   assert.deepEqual(results.map((r) => r.built).sort(), [false, true]);
   for (const r of results) assert.match(r.code, /fourth greeting/);
+});
+
+test('a worker whose cache folder cannot be made (a file in its path) builds the bundle in memory', async () => {
+  const blocker = path.join(work, 'blocker');
+  writeFileSync(blocker, 'not a folder');
+  const result = await workflowBundleForWorker(options, path.join(blocker, 'bundles'));
+  assert.equal(result.kept, false);
+  assert.equal(result.built, true);
+  assert.match(result.kept ? '' : result.reason, /ENOTDIR/);
+  assert.match(result.code, /fourth greeting/);
 });

@@ -263,6 +263,8 @@ interface HistoryFigures {
   events: number[];
   activities: number[];
   timers: number[];
+  /** Workflow tasks completed, over the call's runs (docs/calls.md, "Workflow tasks per call"). */
+  tasks: number[];
   slotSignals: number[];
   otherSignals: number[];
   memos: number[];
@@ -293,7 +295,7 @@ type HistoryEvents = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow'
 async function readHistories(client: Client, ids: string[]): Promise<HistoryFigures> {
   const step = Math.max(1, Math.ceil(ids.length / Math.min(ids.length, HISTORIES)));
   const chosen = ids.filter((_, i) => i % step === 0);
-  const f: HistoryFigures = { read: 0, events: [], activities: [], timers: [], slotSignals: [], otherSignals: [], memos: [], taskTimeouts: 0, taskFailures: 0, activityNames: new Map() };
+  const f: HistoryFigures = { read: 0, events: [], activities: [], timers: [], tasks: [], slotSignals: [], otherSignals: [], memos: [], taskTimeouts: 0, taskFailures: 0, activityNames: new Map() };
   let next = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
@@ -302,6 +304,7 @@ async function readHistories(client: Client, ids: string[]): Promise<HistoryFigu
         const history = { events: await callHistoryEvents(client, id) };
         let activities = 0;
         let timers = 0;
+        let tasks = 0;
         let slot = 0;
         let other = 0;
         let memos = 0;
@@ -312,6 +315,7 @@ async function readHistories(client: Client, ids: string[]): Promise<HistoryFigu
             f.activityNames.set(name, (f.activityNames.get(name) ?? 0) + 1);
           }
           if (e.timerStartedEventAttributes) timers += 1;
+          if (e.workflowTaskCompletedEventAttributes) tasks += 1;
           if (e.workflowPropertiesModifiedEventAttributes) memos += 1;
           if (e.workflowExecutionSignaledEventAttributes) {
             if (SLOT_SIGNALS.has(e.workflowExecutionSignaledEventAttributes.signalName ?? '')) slot += 1;
@@ -324,6 +328,7 @@ async function readHistories(client: Client, ids: string[]): Promise<HistoryFigu
         f.events.push(history.events?.length ?? 0);
         f.activities.push(activities);
         f.timers.push(timers);
+        f.tasks.push(tasks);
         f.slotSignals.push(slot);
         f.otherSignals.push(other);
         f.memos.push(memos);
@@ -425,7 +430,7 @@ function printHistories(h: HistoryFigures): void {
   out(`  histories read: ${h.read}`);
   out(
     `  per call: ${mean(h.events).toFixed(1)} events (median ${median(h.events)}, max ${Math.max(...h.events)}), ${mean(h.activities).toFixed(1)} activities, ` +
-      `${mean(h.timers).toFixed(1)} timers, ${mean(h.memos).toFixed(1)} memo upserts, ${mean(h.slotSignals).toFixed(2)} slot signals (max ${Math.max(...h.slotSignals)}), ${mean(h.otherSignals).toFixed(2)} other signals`,
+      `${mean(h.tasks).toFixed(1)} workflow tasks (median ${median(h.tasks)}), ${mean(h.timers).toFixed(1)} timers, ${mean(h.memos).toFixed(1)} memo upserts, ${mean(h.slotSignals).toFixed(2)} slot signals (max ${Math.max(...h.slotSignals)}), ${mean(h.otherSignals).toFixed(2)} other signals`,
   );
   out(`  workflow-task timeouts: ${h.taskTimeouts}, workflow-task failures: ${h.taskFailures}`);
   const names = [...h.activityNames.entries()].sort((a, b) => b[1] - a[1]).map(([n, c]) => `${n} ${(c / h.read).toFixed(2)}`);

@@ -97,6 +97,16 @@ function lineBegun(err: unknown): boolean {
 /** Patch id: lines the call ended during are written to the transcript (older histories replay without it). */
 export const LINES_SAID_AT_END_PATCH = 'media-lines-said-at-end';
 
+/** Patch id: a converse turn's words the caller heard before the call ended (the edge's failure says them) are written to the transcript. */
+export const CONVERSE_SAID_AT_END_PATCH = 'converse-said-at-end';
+
+/** What the caller heard of a converse turn the call ended during, as the edge's failure says it. */
+function saidBeforeFailure(err: unknown): string | undefined {
+  if (!lineBegun(err) || !(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
+  const said = (err.cause.details?.[0] as { said?: unknown } | undefined)?.said;
+  return typeof said === 'string' && said.trim() ? said : undefined;
+}
+
 /**
  * Speaks and listens through the edge; one reprompt when the caller stays silent. When the
  * call ends during a step, the step's lines said so far go to `saidBeforeEnd` (the script
@@ -143,9 +153,16 @@ function edgeVoice(
       return transfers.transferCaller({ callId, ...request, ...(teamNumber ? { from: teamNumber } : {}) });
     },
     async converse(turn) {
-      const answer = await converse.converseTurn({ callId, ...turn, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
-      if (answer.systemNotes?.length) edgeNotes(answer.systemNotes);
-      return answer;
+      try {
+        const answer = await converse.converseTurn({ callId, ...turn, noSpeechTimeoutMs: ANSWER_TIMEOUT_MS });
+        if (answer.systemNotes?.length) edgeNotes(answer.systemNotes);
+        return answer;
+      } catch (err) {
+        // The model's words are known only to the edge: its failure carries what the caller heard.
+        const said = saidBeforeFailure(err);
+        if (said !== undefined && patched(CONVERSE_SAID_AT_END_PATCH)) await saidBeforeEnd([said]);
+        throw err;
+      }
     },
   };
 }

@@ -26,9 +26,11 @@ import type { ChannelCloseReason } from './media/channel.js';
 /** Heartbeat this often: well inside the workflow's heartbeat timeout. */
 export const HEARTBEAT_INTERVAL_MS = 1_000;
 
-/** The details of a CallerHungUp or CallMediaLost failure (the call workflow reads `started`). */
+/** The details of a CallerHungUp or CallMediaLost failure (the call workflow reads `started`, and `said` of a converse turn). */
 export interface MediaGoneDetails {
   started: boolean;
+  /** A converse turn's words the caller heard before the call ended (the workflow cannot know them: they were the model's). */
+  said?: string;
 }
 
 /**
@@ -36,8 +38,8 @@ export interface MediaGoneDetails {
  * activity had begun on the call (`{ started }`): a line it had begun playing was heard,
  * at least in part, and belongs in the transcript.
  */
-function mediaGone(callId: string, reason: ChannelCloseReason | undefined, started: boolean): ApplicationFailure {
-  const details = [{ started } satisfies MediaGoneDetails];
+function mediaGone(callId: string, reason: ChannelCloseReason | undefined, started: boolean, said?: string): ApplicationFailure {
+  const details = [{ started, ...(said ? { said } : {}) } satisfies MediaGoneDetails];
   if (reason === 'remote_hangup') return ApplicationFailure.create({ message: `The caller hung up call ${callId}`, type: CALLER_HUNG_UP, nonRetryable: true, details });
   const why = reason === 'media_lost' ? 'its media was lost' : reason === 'local_hangup' ? 'it was hung up' : 'it is not on this media edge';
   return ApplicationFailure.create({ message: `Call ${callId} has no media: ${why}`, type: CALL_MEDIA_LOST, nonRetryable: true, details });
@@ -47,7 +49,7 @@ function mediaGone(callId: string, reason: ChannelCloseReason | undefined, start
  * Runs `work` for the call while heartbeating; aborts it when the workflow cancels the
  * activity or the call's media ends, and turns the end of the media into its failure.
  */
-async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: LiveCall, signal: AbortSignal) => Promise<T>): Promise<T> {
+async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: LiveCall, signal: AbortSignal) => Promise<T>, saidSoFar?: () => string | undefined): Promise<T> {
   const call = calls.get(callId);
   if (!call) throw mediaGone(callId, calls.endingOf(callId), false);
   const ctx = Context.current();
@@ -63,11 +65,11 @@ async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: L
     return reason;
   });
   try {
-    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason, true)))]);
+    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason, true, saidSoFar?.())))]);
     return result;
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw err;
-    if (closedReason) throw mediaGone(callId, closedReason, true);
+    if (closedReason) throw mediaGone(callId, closedReason, true, saidSoFar?.());
     throw err;
   } finally {
     clearInterval(heartbeat);
@@ -102,18 +104,24 @@ export function createMediaEdgeActivities(deps: {
      * spoken sentence by sentence, then the caller's answer heard. Never retried (it speaks).
      */
     async converseTurn(input: ConverseTurnInput): Promise<ConverseTurnResult> {
+      // What the caller has heard of this turn so far: a call that ends mid-turn still writes it (MediaGoneDetails.said).
+      const playing: { said?: () => string } = {};
       return withCallMedia(deps.calls, input.callId, async (call, signal) => {
         const { speakSentences, listen } = call.conversation;
         if (!speakSentences || !listen) throw ApplicationFailure.create({ message: `Call ${input.callId} cannot hold a model conversation on this edge`, type: CALL_MEDIA_LOST, nonRetryable: true, details: [{ started: false }] });
         const result = await runConverseTurn(
           deps.converse ?? { llm: undefined, checkArguments: () => undefined },
-          { speakSentences: (source, opts) => speakSentences.call(call.conversation, source, opts), listen: (opts) => listen.call(call.conversation, { ...opts, converseTurn: true }), ended: call.channel.closed },
+          {
+            speakSentences: (source, opts) => speakSentences.call(call.conversation, source, { ...opts, playing: (said) => (playing.said = said) }),
+            listen: (opts) => listen.call(call.conversation, { ...opts, converseTurn: true }),
+            ended: call.channel.closed,
+          },
           input,
           signal,
         );
         deps.logger.debug({ callId: input.callId, stepId: input.stepId, turn: input.turn, outcome: result.outcome, usage: result.usage, timings: result.timings }, 'converse turn');
         return result;
-      });
+      }, () => playing.said?.());
     },
 
     /** Sends BYE; a call already gone is fine (the caller left first, or the edge lost it). */

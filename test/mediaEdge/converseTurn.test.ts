@@ -110,7 +110,8 @@ describe('a converse turn on the edge', () => {
   it("the caller's turn ends after the converse hangover: a pause the engine's own 500 ms bridges ends it, and the next listen hears the rest; a plain listen after it hears both parts as one", async () => {
     open();
     const conversation = conversationOf(engine, () => [], { endSilenceMs: 300 });
-    const [first, second] = await Promise.all([spoken('on monday'), spoken('at ten please')]);
+    // The second part long enough to be still under way when the first has been recognised on a busy machine.
+    const [first, second] = await Promise.all([spoken('on monday'), spoken('at ten in the morning or at eleven if ten is taken or any time after lunch on the same day')]);
     // A 450 ms pause: longer than the converse hangover, shorter than the engine's 500 ms.
     const withPause = new Int16Array(first.length + 7_200 + second.length);
     withPause.set(first);

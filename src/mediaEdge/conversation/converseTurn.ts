@@ -16,7 +16,8 @@ import type { SentenceSource } from './engine.js';
 /** What a converse turn needs of the call's conversation. */
 export interface ConverseVoice {
   speakSentences(source: SentenceSource, options: { signal: AbortSignal }): Promise<{ said: string; interrupted: boolean; firstFrameAt?: number; systemNotes?: SystemNote[] }>;
-  listen(options: { timeoutMs: number; signal: AbortSignal }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
+  /** `noSpeechTimerAfter`: the agent is still speaking; the caller's time to start counts once it settles. */
+  listen(options: { timeoutMs: number; signal: AbortSignal; noSpeechTimerAfter?: Promise<unknown> }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
   /** Settles when the call's media ends (an early answer for the next turn is then cancelled). */
   ended?: Promise<unknown>;
 }
@@ -113,7 +114,7 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     return answer;
   };
   const finish = (result: Omit<ConverseTurnResult, 'systemNotes'>): ConverseTurnResult => (systemNotes.length ? { ...result, systemNotes } : result);
-  const listen = (stop: AbortSignal) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop }).then(keepNotes);
+  const listen = (stop: AbortSignal, agentSpeaking: Promise<unknown>) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop, noSpeechTimerAfter: agentSpeaking }).then(keepNotes);
   const heardOf = (h: Awaited<ReturnType<typeof listen>>): ConverseTurnResult['heard'] =>
     h.kind === 'utterance' ? { kind: 'utterance', text: h.text, ...(h.keyed ? { keyed: true } : {}) } : { kind: 'silence' };
 
@@ -121,8 +122,19 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     const line = new SentenceQueue();
     line.push(input.say);
     line.end();
-    const spoken = keepNotes(await voice.speakSentences(line, { signal }));
-    const heard = heardOf(await listen(signal));
+    // Listening (the recogniser loading) while the line plays, as an ask does; a barge-in's words are the answer.
+    const stopListening = new AbortController();
+    const speaking = voice.speakSentences(line, { signal });
+    const listening = listen(AbortSignal.any([signal, stopListening.signal]), speaking);
+    listening.catch(() => undefined);
+    let spoken: Awaited<typeof speaking>;
+    try {
+      spoken = keepNotes(await speaking);
+    } catch (err) {
+      stopListening.abort(err);
+      throw err;
+    }
+    const heard = heardOf(await listening);
     // The workflow adds the line to the conversation only when some of it was said.
     askNextEarly(deps, voice, input, spoken.said ? [{ role: 'assistant', content: spoken.said }] : [], heard, NO_USAGE);
     return finish({ outcome: 'answered', said: spoken.said, interrupted: spoken.interrupted, content: '', toolCalls: [], usage: NO_USAGE, heard });
@@ -174,14 +186,23 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
   );
   void answer.then(() => queue.end());
   try {
-    const spoken = keepNotes(await voice.speakSentences(queue, { signal }));
-    // Heard from the moment the agent stopped (a barge-in's words included), while the model may still be finishing.
+    // Listening from the start, as an ask does while its prompt plays: the recogniser is ready
+    // (pocketsphinx's model loaded) when the caller speaks, and a barge-in's words are the answer.
+    // The caller's time to start counts once the agent has stopped; the model may still be finishing.
     const stopListening = new AbortController();
     const onCallAbort = () => stopListening.abort(signal.reason);
     signal.addEventListener('abort', onCallAbort);
-    const listening = listen(stopListening.signal);
+    const speaking = voice.speakSentences(queue, { signal });
+    const listening = listen(stopListening.signal, speaking);
     listening.catch(() => undefined);
     try {
+      let spoken: Awaited<typeof speaking>;
+      try {
+        spoken = keepNotes(await speaking);
+      } catch (err) {
+        stopListening.abort(err);
+        throw err;
+      }
       const settled = await answer;
       if (spoken.firstFrameAt !== undefined) timings.firstAudioMs = Math.round(spoken.firstFrameAt - started);
       const base = { said: spoken.said, interrupted: spoken.interrupted, timings };

@@ -189,12 +189,13 @@ export class ConversationEngine {
    * being written. The caller's speech stops it (barge-in); `said` is what was heard: the
    * sentences played, and the one cut by the barge-in up to its share of words played.
    */
-  async speakSentences(source: SentenceSource, options: { signal?: AbortSignal } = {}): Promise<SpokenSentences> {
-    return this.play(source, { bargeIn: true, signal: options.signal });
+  async speakSentences(source: SentenceSource, options: { signal?: AbortSignal; playing?: (said: () => string) => void } = {}): Promise<SpokenSentences> {
+    return this.play(source, { bargeIn: true, signal: options.signal, playing: options.playing });
   }
 
   /** `speak` and `speakSentences`: each sentence synthesised onto the channel as `source` gives it. */
-  private async play(source: SentenceSource, options: { bargeIn?: boolean; bargeInOnDigit?: boolean; signal?: AbortSignal }): Promise<SpokenSentences> {
+  /** `playing` gets, at the start, what the caller has heard so far: the words of the frames played until it is called (a call's end cuts the line short). */
+  private async play(source: SentenceSource, options: { bargeIn?: boolean; bargeInOnDigit?: boolean; signal?: AbortSignal; playing?: (said: () => string) => void }): Promise<SpokenSentences> {
     const { bargeIn = false, bargeInOnDigit = false, signal } = options;
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
@@ -216,6 +217,7 @@ export class ConversationEngine {
     };
     // Each sentence and the frames it put on the channel, in order: the frames played map onto them.
     const spans: { text: string; frames: number }[] = [];
+    options.playing?.(() => saidOf(spans, playedFrames));
     const unsubscribeOutbound = this.channel.onOutbound(() => {
       playedFrames++;
       if (firstFrameAt === undefined) {
@@ -259,11 +261,14 @@ export class ConversationEngine {
    * Waits for the caller's next utterance and recognises it. `silence` when no speech
    * starts within `timeoutMs`; speech that started in time is heard to its end.
    * `endSilenceMs`: the quiet that ends this answer instead of the endpointer's own (a
-   * converse turn's shorter hangover, docs/speech.md "Endpointing").
+   * converse turn's shorter hangover, docs/speech.md "Endpointing"). `noSpeechTimerAfter`: the
+   * agent is still speaking (a converse turn's answer): the recogniser starts now, as for an
+   * ask's prompt, and `timeoutMs` counts once this settles.
    */
-  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal; endSilenceMs?: number }): Promise<ListenResult> {
+  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal; endSilenceMs?: number; noSpeechTimerAfter?: Promise<unknown> }): Promise<ListenResult> {
     const answer = this.expectAnswer(options.hint, options.signal, undefined);
-    answer.startNoSpeechTimer(options.timeoutMs);
+    if (options.noSpeechTimerAfter) void options.noSpeechTimerAfter.then(() => answer.startNoSpeechTimer(options.timeoutMs), () => undefined);
+    else answer.startNoSpeechTimer(options.timeoutMs);
     if (options.endSilenceMs === undefined) return answer.result;
     this.endpointer.turnEndSilenceMs = options.endSilenceMs;
     try {

@@ -10,35 +10,18 @@
 // ended on its own is one that completed, with the end `cancelled`: that is what the tests check,
 // besides the CANCEL (within a loose 20 s: the ring timeout, the other way a CANCEL comes, is 60 s).
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createLogger } from '../../src/logging/logger.js';
-import { CallEventReporter } from '../../src/mediaEdge/callEvents.js';
-import { LiveCalls } from '../../src/mediaEdge/liveCalls.js';
-import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
-import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
+import type { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
 import type { OutboundInvite, OutboundInviteResult } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
-import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
-
-const SECRET = 'media-edge-secret-for-cancel-ringing-tests';
-const SETTINGS = {
-  TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE,
-  DIAL_RATE_PER_NUMBER: '1000',
-  VOICE_PROVIDER: 'sip',
-  SIP_RING_TIMEOUT_SECONDS: '60',
-  MEDIA_EDGE_SECRET: SECRET,
-  RATE_LIMITS_ENABLED: 'false',
-} as const;
+import { callWorkflowId } from '../../workflows/contracts.js';
+import type { TestApi } from '../support/app.js';
+import { callResultOrStuck, callRow, calleeNumber, waitForCall } from '../support/calls.js';
+import { startTrunkControlPlane, type TrunkControlPlane } from '../support/trunkControlPlane.js';
 // RECORD_CALL_HISTORIES=1 (or a list naming trunk-cancelled-while-ringing) keeps the first test's
 // history for the replay test (test/workflows/callWorkflowLifecycle.test.ts): it guards the
 // cancel-dial-while-ringing branch.
@@ -82,54 +65,33 @@ class RingingTrunk {
   }
 }
 
-let env: TestWorkflowEnvironment;
+let plane: TrunkControlPlane;
 let app: TestApi;
 let plain: Client;
-let team: TestTeam;
 let dialer: PhoneDialer;
 const trunk = new RingingTrunk();
-const workers: { worker: Worker; running: Promise<void> }[] = [];
 
 before(async () => {
-  env = await createTimeSkippingEnv();
-  app = await startTestApi({ temporal: env.client, config: SETTINGS });
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  const callWorker = await createCallWorker(env, app.pool, callTestConfig(SETTINGS));
-  workers.push({ worker: callWorker, running: callWorker.run() });
-  team = await createTestTeam(app.pool, { maxConcurrent: 10 });
-
-  const taskQueue = mediaEdgeTaskQueue(`cancel-ringing-${randomUUID()}`);
-  dialer = new PhoneDialer({
+  plane = await startTrunkControlPlane({ name: 'cancel-ringing', ringTimeoutSeconds: 60, maxConcurrent: 10 });
+  ({ app, plain } = plane);
+  ({ dialer } = await plane.startEdge({
+    name: 'cancel-ringing',
     trunk,
-    openRtp: () => openRtpSession({ portRange: { min: 43500, max: 43599 }, bindAddress: '127.0.0.1' }),
-    publicAddress: '127.0.0.1',
-    reporter: new CallEventReporter({ apiUrl: app.url, secret: SECRET, logger: createLogger('silent'), attempts: 2 }),
-    calls: new LiveCalls(),
-    taskQueue,
-    logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    rtpPorts: { min: 43500, max: 43599 },
     // One heartbeat, at the dial's start: the dial's cancellation never reaches the edge that way in these tests.
     heartbeatMs: 600_000,
     onCall: () => assert.fail('no callee answers'),
-  });
-  const edge: MediaEdgeActivities & MediaEdgeCancelDialActivities = {
-    speakToCaller: async () => assert.fail('no callee answers'),
-    askCaller: async () => assert.fail('no callee answers'),
-    hangUpCaller: async () => undefined,
-    cancelDial: ({ callId }) => dialer.cancelDial(callId),
-  };
-  for (const worker of [
-    await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }),
-    await Worker.create({ connection: env.nativeConnection, taskQueue, activities: edge }),
-  ]) {
-    workers.push({ worker, running: worker.run() });
-  }
+    activities: (edge) => ({
+      speakToCaller: async () => assert.fail('no callee answers'),
+      askCaller: async () => assert.fail('no callee answers'),
+      hangUpCaller: async () => undefined,
+      cancelDial: ({ callId }) => edge.dialer.cancelDial(callId),
+    }),
+  }));
 });
 
 after(async () => {
-  for (const { worker } of workers) worker.shutdown();
-  await Promise.all(workers.map((w) => w.running));
-  await app?.close();
-  await env?.teardown();
+  await plane?.stop();
 });
 
 let calleeSeq = 0;
@@ -138,16 +100,11 @@ async function createPhoneCall(callee: Callee): Promise<{ callId: string; to: st
   calleeSeq += 1;
   const to = calleeNumber(String(4000 + calleeSeq));
   trunk.callees.set(to, callee);
-  const res = await app.request('POST', '/api/v1/create-phone-call', {
-    key: team.apiKey,
-    body: { from_number: team.fromNumber, script_id: team.scriptId, contact: { phone_number: to, first_name: 'Ada' } },
-  });
-  assert.equal(res.status, 201, res.text);
-  return { callId: res.json.call_id as string, to };
+  return { callId: await plane.createPhoneCall(to), to };
 }
 
 async function cancelCall(callId: string): Promise<number> {
-  const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
+  const res = await app.request('POST', `/api/v1/cancel-call/${callId}`, { key: plane.team.apiKey });
   assert.equal(res.status, 200, res.text);
   assert.equal(res.json.status, 'cancelled');
   return Date.now();
@@ -191,16 +148,6 @@ async function dialCancelRequested(callId: string): Promise<void> {
   assert.fail('the workflow never asked for the dial’s cancellation');
 }
 
-/** The activities the call workflow scheduled, as name@queue (dial: the shared dial queue, edge: the edge's own). */
-async function scheduledActivities(callId: string): Promise<string[]> {
-  const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
-    const a = e.activityTaskScheduledEventAttributes;
-    if (!a || a.taskQueue?.name === CALLS_TASK_QUEUE) return [];
-    return [`${a.activityType?.name}@${a.taskQueue?.name === MEDIA_EDGE_DIAL_TASK_QUEUE ? 'dial' : 'edge'}`];
-  });
-}
-
 describe('cancel-call while the phone rings', { concurrency: true }, () => {
   test('the edge is told on its own queue and sends CANCEL at once, not at the dial’s next heartbeat; one INVITE, cancelled', async () => {
     const { callId, to } = await createPhoneCall({ ring: 'at_once' });
@@ -210,7 +157,7 @@ describe('cancel-call while the phone rings', { concurrency: true }, () => {
     assert.ok(cancel - cancelledAt < CANCEL_BOUND_MS);
     assert.deepEqual(await callResultOrStuck(app.pool, plain, callId, 30_000), { callId, status: 'cancelled', endReason: 'cancelled' });
     assert.deepEqual(trunk.invites.filter((n) => n === to), [to], 'one INVITE');
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
+    assert.deepEqual(await plane.scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
     // The edge ended the dial before the dial activity heard of its cancellation.
     assert.deepEqual(await dialActivityEnd(callId), { completed: { outcome: 'ended', endReason: 'cancelled' } });
     // A cancel that comes again (a retried activity) finds the dial over: nothing more goes out.
@@ -240,7 +187,7 @@ describe('cancel-call while the phone rings', { concurrency: true }, () => {
     assert.deepEqual(await callResultOrStuck(app.pool, plain, callId, 30_000), { callId, status: 'cancelled', endReason: 'cancelled' });
     assert.deepEqual(trunk.invites.filter((n) => n === to), [to], 'one INVITE');
     // The workflow never heard the ringing (the call was cancelled by then), so never learnt the edge's queue.
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial']);
+    assert.deepEqual(await plane.scheduledActivities(callId), ['dialPhoneCall@dial']);
     assert.deepEqual(await dialActivityEnd(callId), { completed: { outcome: 'ended', endReason: 'cancelled' } });
   });
 });

@@ -6,36 +6,18 @@
 // of silence holds the screening open until the cancel; a machine whose greeting ends hears a
 // message that goes on until something cuts it.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { insertScript } from '../../src/db/repositories/scripts.js';
-import { createLogger } from '../../src/logging/logger.js';
-import { CallEventReporter } from '../../src/mediaEdge/callEvents.js';
-import { LiveCalls } from '../../src/mediaEdge/liveCalls.js';
 import { FRAME_SAMPLES } from '../../src/mediaEdge/media/channel.js';
 import type { PhoneCall } from '../../src/mediaEdge/phoneCall.js';
-import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
 import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
-import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import type { OutboundInvite, OutboundInviteResult, SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
-import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker } from '../support/calls.js';
+import { callWorkflowId } from '../../workflows/contracts.js';
+import type { TestApi, TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow, calleeNumber } from '../support/calls.js';
 import { RtpPeer } from '../support/rtpPeer.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
-
-const SECRET = 'media-edge-secret-for-cancel-screening-tests';
-const SETTINGS = {
-  TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE,
-  DIAL_RATE_PER_NUMBER: '1000',
-  VOICE_PROVIDER: 'sip',
-  SIP_RING_TIMEOUT_SECONDS: '5',
-  MEDIA_EDGE_SECRET: SECRET,
-  RATE_LIMITS_ENABLED: 'false',
-} as const;
+import { startTrunkControlPlane, type TrunkControlPlane } from '../support/trunkControlPlane.js';
 
 /** What a far end sends once it answers: silence only (a machine by its initial silence), or a 3 s greeting and then silence (a machine by its long greeting, whose end cues the message). */
 type Line = 'silence' | 'greeting';
@@ -89,7 +71,7 @@ class StandInTrunk {
   }
 }
 
-let env: TestWorkflowEnvironment;
+let plane: TrunkControlPlane;
 let app: TestApi;
 let plain: Client;
 let team: TestTeam;
@@ -101,7 +83,6 @@ const answeredReports = new Map<string, Promise<unknown>>();
 const saidOnEdge = new Map<string, string[]>();
 /** Frames of the message that have left the edge, by call id. */
 const messageFrames = new Map<string, number>();
-const workers: { worker: Worker; running: Promise<void> }[] = [];
 /** Callee numbers whose call's `answered` report the edge holds until the test lets it go, and the let-go of each held call. */
 const answersHeld = new Set<string>();
 const releaseAnswer = new Map<string, () => void>();
@@ -127,27 +108,15 @@ async function playUntilAborted(call: PhoneCall, signal: AbortSignal): Promise<n
 }
 
 before(async () => {
-  env = await createTimeSkippingEnv();
-  app = await startTestApi({ temporal: env.client, config: SETTINGS });
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  const callWorker = await createCallWorker(env, app.pool, callTestConfig(SETTINGS));
-  workers.push({ worker: callWorker, running: callWorker.run() });
-  team = await createTestTeam(app.pool, { maxConcurrent: 10 });
-
-  const taskQueue = mediaEdgeTaskQueue(`cancel-screening-${randomUUID()}`);
-  const reporter = new CallEventReporter({ apiUrl: app.url, secret: SECRET, logger: createLogger('silent'), attempts: 2 });
-  const calls = new LiveCalls();
-  const dialer = new PhoneDialer({
+  plane = await startTrunkControlPlane({ name: 'cancel-screening', ringTimeoutSeconds: 5, maxConcurrent: 10 });
+  ({ app, plain, team } = plane);
+  await plane.startEdge({
+    name: 'cancel-screening',
     trunk,
-    openRtp: () => openRtpSession({ portRange: { min: 43400, max: 43499 }, bindAddress: '127.0.0.1' }),
-    publicAddress: '127.0.0.1',
-    reporter,
-    calls,
-    taskQueue,
-    logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    rtpPorts: { min: 43400, max: 43499 },
     // The longest wait for a beep is never reached: only a greeting's end (or a beep) cues the message.
     screening: { maxGreetingWaitMs: 600_000 },
-    onCall: (call) => {
+    onCall: (call, { calls, reporter, taskQueue, dialer }) => {
       held.set(call.callId, call);
       calls.add({
         callId: call.callId,
@@ -171,36 +140,27 @@ before(async () => {
         answeredReports.set(call.callId, new Promise<void>((resolve) => releaseAnswer.set(call.callId, () => void report().then(resolve))));
       } else answeredReports.set(call.callId, report());
     },
+    // The edge's own queue: the script never runs here (every call is a machine), only the hang-ups.
+    activities: ({ dialer }) => ({
+      speakToCaller: async () => {
+        throw new Error('no script line is said on a machine');
+      },
+      askCaller: async () => {
+        throw new Error('no script line is said on a machine');
+      },
+      hangUpCaller: async ({ callId }) => {
+        await held.get(callId)?.hangUp();
+      },
+      cancelDial: async ({ callId }) => {
+        await cancelDialHeld.get(callId);
+        await dialer.cancelDial(callId);
+      },
+    }),
   });
-  // The edge's own queue: the script never runs here (every call is a machine), only the hang-ups.
-  const edge: MediaEdgeActivities & MediaEdgeCancelDialActivities = {
-    speakToCaller: async () => {
-      throw new Error('no script line is said on a machine');
-    },
-    askCaller: async () => {
-      throw new Error('no script line is said on a machine');
-    },
-    hangUpCaller: async ({ callId }) => {
-      await held.get(callId)?.hangUp();
-    },
-    cancelDial: async ({ callId }) => {
-      await cancelDialHeld.get(callId);
-      await dialer.cancelDial(callId);
-    },
-  };
-  for (const worker of [
-    await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }),
-    await Worker.create({ connection: env.nativeConnection, taskQueue, activities: edge }),
-  ]) {
-    workers.push({ worker, running: worker.run() });
-  }
 });
 
 after(async () => {
-  for (const { worker } of workers) worker.shutdown();
-  await Promise.all(workers.map((w) => w.running));
-  await app?.close();
-  await env?.teardown();
+  await plane?.stop();
   for (const peer of trunk.peers) peer.close();
 });
 
@@ -217,12 +177,7 @@ async function screenedCall(line: Line, opts: { holdAnswer?: boolean } = {}): Pr
     name: `Voicemail ${calleeSeq}`,
     definition: { name: `Voicemail ${calleeSeq}`, voicemail_message: 'Hello {{contact.first_name}}, please call us back.', steps: [{ id: 'bye', type: 'end', text: 'Goodbye.' }] },
   });
-  const res = await app.request('POST', '/api/v1/create-phone-call', {
-    key: team.apiKey,
-    body: { from_number: team.fromNumber, script_id: script.id, contact: { phone_number: to, first_name: 'Ada' } },
-  });
-  assert.equal(res.status, 201, res.text);
-  return { callId: res.json.call_id as string, to };
+  return { callId: await plane.createPhoneCall(to, script.id), to };
 }
 
 /** A screened call once the edge holds the answered call and the workflow has its `answered` event. */
@@ -235,15 +190,6 @@ async function answeredCall(line: Line): Promise<{ callId: string; to: string }>
 }
 
 const cancelCall = (callId: string) => app.request('POST', `/api/v1/cancel-call/${callId}`, { key: team.apiKey });
-
-/** The activities the call workflow scheduled, as name@queue (dial: the shared dial queue, edge: the edge's own). */
-async function scheduledActivities(callId: string): Promise<string[]> {
-  const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
-    const a = e.activityTaskScheduledEventAttributes;
-    return a ? [`${a.activityType?.name}@${a.taskQueue?.name === MEDIA_EDGE_DIAL_TASK_QUEUE ? 'dial' : 'edge'}`] : [];
-  });
-}
 
 describe('cancel-call while the answer is screened', { concurrency: true }, () => {
   test('before the message: the edge is told on its own queue, hangs up (BYE, no CANCEL), no message is said, and the call ends cancelled', async () => {
@@ -258,7 +204,7 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     const row = await callRow(app.pool, callId);
     assert.deepEqual(row.conversation, []);
     assert.ok(row.system_notes.every((n) => n.kind !== 'voicemail_detection'), JSON.stringify(row.system_notes));
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
+    assert.deepEqual(await plane.scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
   });
 
   test('during the message: the rest is cut (BYE), the call ends cancelled, and what the machine heard is the agent’s turn with a note of the cut', async () => {
@@ -288,7 +234,7 @@ describe('cancel-call while the answer is screened', { concurrency: true }, () =
     assert.equal(data.detection.verdict, 'machine');
     assert.equal(data.message.cue, 'greeting_end');
     assert.ok(data.message.playedMs > 0, `played ${data.message.playedMs} ms`);
-    assert.deepEqual(await scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
+    assert.deepEqual(await plane.scheduledActivities(callId), ['dialPhoneCall@dial', 'cancelDial@edge']);
   });
 
   /**

@@ -11,39 +11,24 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Context } from '@temporalio/activity';
-import { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { isTerminalStatus } from '../../src/domain/calls.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { CallEventReporter } from '../../src/mediaEdge/callEvents.js';
-import { LiveCalls } from '../../src/mediaEdge/liveCalls.js';
 import type { PhoneCall } from '../../src/mediaEdge/phoneCall.js';
-import { PhoneDialer } from '../../src/mediaEdge/phoneDialer.js';
 import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
-import { openRtpSession } from '../../src/mediaEdge/rtp/rtpSession.js';
 import { SipTrunkAgent, type OutboundInvite, type OutboundInviteResult, type SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
 import { SCREENING_WAIT_MS } from '../../workflows/trunkCall.js';
-import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE, mediaEdgeTaskQueue, type MediaEdgeActivities, type MediaEdgeCancelDialActivities } from '../../workflows/contracts.js';
-import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
-import { CALLS_TASK_QUEUE, callResultOrStuck, callRow, callTestConfig, calleeNumber, createCallWorker, waitForCall } from '../support/calls.js';
+import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE } from '../../workflows/contracts.js';
+import type { TestApi, TestTeam } from '../support/app.js';
+import { callResultOrStuck, callRow, calleeNumber, waitForCall } from '../support/calls.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { RtpPeer } from '../support/rtpPeer.js';
-import { createTimeSkippingEnv } from '../support/temporal.js';
+import { startTrunkControlPlane, type TrunkControlPlane } from '../support/trunkControlPlane.js';
 
-const SECRET = 'media-edge-secret-for-trunk-tests';
-const SETTINGS = {
-  TEMPORAL_TASK_QUEUE: CALLS_TASK_QUEUE,
-  DIAL_RATE_PER_NUMBER: '1000',
-  VOICE_PROVIDER: 'sip',
-  SIP_RING_TIMEOUT_SECONDS: '3',
-  MEDIA_EDGE_SECRET: SECRET,
-  RATE_LIMITS_ENABLED: 'false',
-} as const;
 
 /** What the stand-in far end does with an INVITE to one number. */
 type Callee =
@@ -130,7 +115,7 @@ class StandInTrunk {
   }
 }
 
-let env: TestWorkflowEnvironment;
+let plane: TrunkControlPlane;
 let app: TestApi;
 let plain: Client;
 let team: TestTeam;
@@ -147,29 +132,16 @@ const calleeAnswers = new Map<string, string[]>();
 const saidOnEdge = new Map<string, string[]>();
 /** Calls whose caller stays on an ask until the workflow cancels it (cancel-call in progress), and a wake-up once it does. */
 const lingerOnAsk = new Map<string, () => void>();
-const workers: { worker: Worker; running: Promise<void> }[] = [];
-
-async function run(worker: Worker): Promise<void> {
-  workers.push({ worker, running: worker.run() });
-}
-
 /** An edge: the real dialer on the shared dial queue, and a scripted caller on its own queue. */
 async function startEdge(name: string): Promise<void> {
-  const taskQueue = mediaEdgeTaskQueue(`${name}-${randomUUID()}`);
-  const reporter = new CallEventReporter({ apiUrl: app.url, secret: SECRET, logger: createLogger('silent'), attempts: 2 });
-  const calls = new LiveCalls();
-  const dialer = new PhoneDialer({
+  await plane.startEdge({
+    name,
     trunk,
-    openRtp: () => openRtpSession({ portRange: { min: 43000, max: 43398 }, bindAddress: '127.0.0.1' }),
-    publicAddress: '127.0.0.1',
-    reporter,
-    calls,
-    taskQueue,
-    logger: createLogger(process.env.TEST_EDGE_LOG === '1' ? 'debug' : 'silent'),
+    rtpPorts: { min: 43000, max: 43398 },
     // A silent line's message goes out after 7 s of it instead of 30 s: long enough for cancel-call
     // to come first, and within the RTP inactivity limit (10 s) of a line that sends nothing.
     screening: { maxGreetingWaitMs: 7_000 },
-    onCall: (call) => {
+    onCall: (call, { calls, reporter, taskQueue }) => {
       held.set(call.callId, call);
       calls.add({
         callId: call.callId,
@@ -185,31 +157,29 @@ async function startEdge(name: string): Promise<void> {
       });
       void reporter.report(call.callId, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: taskQueue });
     },
-  });
-  const speech: MediaEdgeActivities & MediaEdgeCancelDialActivities = {
-    async speakToCaller({ text }) {
-      return { playedMs: text.length * 50, interrupted: false };
-    },
-    async askCaller({ callId }) {
-      const lingering = lingerOnAsk.get(callId);
-      if (lingering) {
-        lingering();
-        const ctx = Context.current();
-        for (;;) {
-          ctx.heartbeat();
-          await ctx.sleep(200);
+    activities: ({ dialer }) => ({
+      async speakToCaller({ text }) {
+        return { playedMs: text.length * 50, interrupted: false };
+      },
+      async askCaller({ callId }) {
+        const lingering = lingerOnAsk.get(callId);
+        if (lingering) {
+          lingering();
+          const ctx = Context.current();
+          for (;;) {
+            ctx.heartbeat();
+            await ctx.sleep(200);
+          }
         }
-      }
-      const text = calleeAnswers.get(callId)?.shift() ?? 'yes';
-      return { kind: 'utterance', text, recognitionMs: 100 };
-    },
-    async hangUpCaller({ callId }) {
-      await held.get(callId)?.hangUp();
-    },
-    cancelDial: ({ callId }) => dialer.cancelDial(callId),
-  };
-  await run(await Worker.create({ connection: env.nativeConnection, taskQueue: MEDIA_EDGE_DIAL_TASK_QUEUE, activities: dialer.activities() }));
-  await run(await Worker.create({ connection: env.nativeConnection, taskQueue, activities: speech }));
+        const text = calleeAnswers.get(callId)?.shift() ?? 'yes';
+        return { kind: 'utterance', text, recognitionMs: 100 };
+      },
+      async hangUpCaller({ callId }) {
+        await held.get(callId)?.hangUp();
+      },
+      cancelDial: ({ callId }) => dialer.cancelDial(callId),
+    }),
+  });
 }
 
 before(async () => {
@@ -223,21 +193,15 @@ before(async () => {
     settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
     logger: createLogger('silent'),
   });
-  env = await createTimeSkippingEnv();
-  app = await startTestApi({ temporal: env.client, config: SETTINGS });
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  await run(await createCallWorker(env, app.pool, callTestConfig(SETTINGS)));
-  team = await createTestTeam(app.pool, { maxConcurrent: 50 });
+  plane = await startTrunkControlPlane({ name: 'trunk', ringTimeoutSeconds: 3, maxConcurrent: 50 });
+  ({ app, plain, team } = plane);
   // One edge: a process may run one worker per task queue (the SDK refuses a second on the
   // dial queue); the claim's refusal of another edge is the endpoint's test below.
   await startEdge('edge-a');
 });
 
 after(async () => {
-  for (const { worker } of workers) worker.shutdown();
-  await Promise.all(workers.map((w) => w.running));
-  await app?.close();
-  await env?.teardown();
+  await plane?.stop();
   await deadTrunk?.close();
   await phoneTrunk?.close();
   await phone?.stop();
@@ -253,12 +217,7 @@ function nextCallee(): string {
 
 async function createPhoneCall(callee: Callee, scriptId = team.scriptId, to = nextCallee()): Promise<{ callId: string; to: string }> {
   trunk.callees.set(to, callee);
-  const res = await app.request('POST', '/api/v1/create-phone-call', {
-    key: team.apiKey,
-    body: { from_number: team.fromNumber, script_id: scriptId, contact: { phone_number: to, first_name: 'Ada' } },
-  });
-  assert.equal(res.status, 201, res.text);
-  return { callId: res.json.call_id as string, to };
+  return { callId: await plane.createPhoneCall(to, scriptId), to };
 }
 
 // Real time (a plain client): the edge's timers are real. The tests run concurrently, each on numbers of its own.
@@ -437,7 +396,7 @@ describe('a phone call through the SIP trunk', { concurrency: true }, () => {
 });
 
 describe('the dial claim endpoint (POST /internal/v1/calls/{call_id}/dial-claim)', () => {
-  const claim = (callId: string, body: unknown, secret = SECRET) =>
+  const claim = (callId: string, body: unknown, secret = plane.secret) =>
     app.request('POST', `/internal/v1/calls/${callId}/dial-claim`, { headers: { Authorization: `Bearer ${secret}` }, body });
 
   test('one claim per call: the first takes it, its repeat is not first, another edge gets 409 naming the holder; 404, 400 and 401 as documented', async () => {

@@ -4,7 +4,8 @@
 // Temporal dev server the way `npm start` does (src/temporal/devServer.ts), the API, the
 // workers and the media edge from their own entry points (src/server.ts,
 // bench/support/dialRecordingWorker.ts = src/worker.ts plus a line per dial,
-// src/mediaEdge/main.ts = `npm run media-edge`).
+// src/mediaEdge/main.ts = `npm run media-edge`), compiled once at the start (compiledParts.ts)
+// so that a part started again loads plain JavaScript.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
@@ -18,10 +19,15 @@ import { createLogger } from '../src/logging/logger.js';
 import { startDevServer, type DevServer } from '../src/temporal/devServer.js';
 import { waitForNamespace } from '../bench/support/environment.js';
 import { RedisServer } from '../test/support/redisServer.js';
+import { compileParts, type CompiledParts } from './compiledParts.js';
+
+const API_ENTRY = 'src/server.ts';
+const WORKER_ENTRY = 'bench/support/dialRecordingWorker.ts';
+const EDGE_ENTRY = 'src/mediaEdge/main.ts';
 
 export type PartName = 'api' | 'worker-1' | 'worker-2' | 'media-edge' | 'temporal' | 'postgres' | 'redis' | 'webhook-receiver';
 
-/** A Node part of the service: its entry file, the log line that says it is ready. */
+/** A Node part of the service: its compiled entry file, the log line that says it is ready. */
 class NodePart {
   child: ChildProcess | undefined;
   private log: WriteStream;
@@ -32,7 +38,8 @@ class NodePart {
 
   constructor(
     readonly name: PartName,
-    private readonly entry: string,
+    /** The compiled file node runs (compiledParts.ts). */
+    private readonly file: string,
     private readonly env: () => NodeJS.ProcessEnv,
     private readonly readyLine: RegExp,
     logDir: string,
@@ -54,7 +61,7 @@ class NodePart {
   }
 
   private async startOnce(): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, this.entry)], { cwd: PROJECT_ROOT, env: this.env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [this.file], { cwd: PROJECT_ROOT, env: this.env(), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     this.paused = false;
     this.ready = false;
@@ -173,19 +180,20 @@ export class Cluster {
     readonly edgePort: number,
     redis: RedisServer,
     receiverPort: number,
+    private readonly compiled: CompiledParts,
   ) {
     this.redis = redis;
     this.receiver = new ReceiverPart(receiverPort);
     const logs = path.join(dir, 'logs');
     mkdirSync(logs, { recursive: true });
     const env = () => this.serviceEnv();
-    this.api = new NodePart('api', 'src/server.ts', env, /API listening/, logs);
+    this.api = new NodePart('api', compiled.file(API_ENTRY), env, /API listening/, logs);
     const dialLine = (worker: PartName) => (line: string) => {
       const m = /^dial (\S+) (\d+)$/.exec(line);
       if (m) this.dials.push({ callId: m[1], at: Number(m[2]), worker });
     };
-    this.workers = (['worker-1', 'worker-2'] as const).map((name) => new NodePart(name, 'bench/support/dialRecordingWorker.ts', env, /worker ready/, logs, dialLine(name)));
-    this.edge = new NodePart('media-edge', 'src/mediaEdge/main.ts', () => ({ ...this.serviceEnv(), MEDIA_EDGE_LISTEN_PORT: String(this.edgePort), MEDIA_EDGE_LISTEN_HOST: '127.0.0.1' }), /Media edge /, logs);
+    this.workers = (['worker-1', 'worker-2'] as const).map((name) => new NodePart(name, compiled.file(WORKER_ENTRY), env, /worker ready/, logs, dialLine(name)));
+    this.edge = new NodePart('media-edge', compiled.file(EDGE_ENTRY), () => ({ ...this.serviceEnv(), MEDIA_EDGE_LISTEN_PORT: String(this.edgePort), MEDIA_EDGE_LISTEN_HOST: '127.0.0.1' }), /Media edge /, logs);
   }
 
   readonly secrets = {
@@ -252,10 +260,12 @@ export class Cluster {
     void this.redis.kill();
     void this.temporal?.stop();
     void this.pg.stop();
+    this.compiled.remove();
   }
 
   /** Starts Postgres, Redis, Temporal, the receiver, then the API, two workers and the edge. */
   static async start(dir: string): Promise<Cluster> {
+    const compiled = await compileParts([API_ENTRY, WORKER_ENTRY, EDGE_ENTRY], path.basename(dir));
     const pgPort = await freePort();
     const pg = new EmbeddedPostgres({
       databaseDir: path.join(dir, 'pg'),
@@ -273,7 +283,7 @@ export class Cluster {
     await pg.start();
     await pg.createDatabase('chaos');
     const redis = await RedisServer.start();
-    const cluster = new Cluster(dir, pg, `postgres://postgres:postgres@127.0.0.1:${pgPort}/chaos`, await freePort(), await freePort(), await freePort(), redis, await freePort());
+    const cluster = new Cluster(dir, pg, `postgres://postgres:postgres@127.0.0.1:${pgPort}/chaos`, await freePort(), await freePort(), await freePort(), redis, await freePort(), compiled);
     await cluster.startTemporal();
     await cluster.receiver.start();
     await cluster.api.start();
@@ -319,5 +329,6 @@ export class Cluster {
     await this.stopTemporal().catch(() => {});
     await this.redis.stop().catch(() => {});
     await this.pg.stop().catch(() => {});
+    this.compiled.remove();
   }
 }

@@ -1,0 +1,76 @@
+// The chaos run's Node parts compiled once, at the start of the run, to plain JavaScript: each
+// entry file with the project's modules it imports in one file (esbuild), the packages left to
+// node_modules. A part started again then runs that file with plain `node` instead of going
+// through tsx's loader for every module of its graph: about half the CPU of loading it
+// (docs/reliability.md, "Restarting fast"). It also keeps the run on the code it started
+// with: an edit made in the checkout during the run does not reach a restarted part.
+//
+// The files are written under the project (.tools/chaos-builds/<name>) so that their imports
+// of packages resolve in its node_modules. A module that finds files beside itself
+// (migrations, the speech workers' scripts, createRequire) does so through import.meta.url:
+// each one's is set to its source file's URL, so those paths are the same as under tsx. An
+// entry's own import.meta.url is left alone: it is the compiled file, as `process.argv[1]`
+// is when it runs (src/server.ts runs main() only then).
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { PROJECT_ROOT } from '../src/config/index.js';
+
+export interface CompiledParts {
+  /** The compiled file of `entry` (a path relative to the project root, as given). */
+  file(entry: string): string;
+  remove(): void;
+}
+
+/** Every module's import.meta.url, except the entry's, is its source file's. */
+function sourceImportMetaUrl(entryPath: string): Plugin {
+  return {
+    name: 'source-import-meta-url',
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (args.path === entryPath) return undefined;
+        const source = readFileSync(args.path, 'utf8');
+        if (!source.includes('import.meta.url')) return undefined;
+        return { contents: source.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)), loader: 'ts' };
+      });
+    },
+  };
+}
+
+/** Compiles each of `entries` (paths relative to the project root) into .tools/chaos-builds/`name`. */
+export async function compileParts(entries: string[], name: string): Promise<CompiledParts> {
+  const outDir = path.join(PROJECT_ROOT, '.tools', 'chaos-builds', name);
+  mkdirSync(outDir, { recursive: true });
+  const files = new Map<string, string>();
+  try {
+    for (const entry of entries) {
+      const entryPath = path.join(PROJECT_ROOT, entry);
+      const outfile = path.join(outDir, entry.replace(/\.ts$/, '.mjs'));
+      // One build per entry: a module is an entry in its own file only (its import.meta.url is left alone there).
+      await build({
+        entryPoints: [entryPath],
+        outfile,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        packages: 'external',
+        logLevel: 'error',
+        plugins: [sourceImportMetaUrl(entryPath)],
+      });
+      files.set(entry, outfile);
+    }
+  } catch (err) {
+    rmSync(outDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    file(entry) {
+      const file = files.get(entry);
+      if (!file) throw new Error(`${entry} was not compiled`);
+      return file;
+    },
+    remove: () => rmSync(outDir, { recursive: true, force: true }),
+  };
+}

@@ -51,6 +51,8 @@ export interface InjectedFault extends PlannedFault {
   target?: string;
   /** From endedAt to the end of the canary call, or undefined when it did not end in time. */
   recoveryMs?: number;
+  /** A Node part killed: from its spawn to its ready line (what `recoveryMs` does not count). */
+  restartMs?: number;
   note?: string;
 }
 
@@ -65,6 +67,13 @@ export function planFaults(random: SeededRandom, minutes: number, from: number, 
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts a killed part again, recording the time from its spawn to its ready line on the fault. */
+async function timedStart(part: { start(): Promise<void> }, fault: InjectedFault): Promise<void> {
+  const started = Date.now();
+  await part.start();
+  fault.restartMs = Date.now() - started;
+}
 
 export class FaultInjector {
   readonly injected: InjectedFault[] = [];
@@ -128,7 +137,7 @@ export class FaultInjector {
         fault.target = worker.name;
         await worker.kill();
         const restarted = sleep(this.random.int(200, 3000))
-          .then(() => worker.start())
+          .then(() => timedStart(worker, fault))
           .then(() => {
             fault.endedAt = Date.now();
           });
@@ -147,7 +156,7 @@ export class FaultInjector {
         fault.note = inFlight ? 'a create in flight' : 'no request seen in flight';
         await c.api.kill();
         await sleep(500);
-        await c.api.start();
+        await timedStart(c.api, fault);
         break;
       }
       case 'SIGKILL the media edge with calls talking, restart': {
@@ -157,7 +166,7 @@ export class FaultInjector {
         for (const call of this.ledger.browserCalls) if (call.endedAt === undefined && call.startedAt <= now) call.edgeKilled = true;
         await c.edge.kill();
         await sleep(2000);
-        await c.edge.start();
+        await timedStart(c.edge, fault);
         break;
       }
       case 'restart the Temporal dev server': {
@@ -186,7 +195,14 @@ export class FaultInjector {
         break;
       }
       case 'SIGSTOP a worker past the heartbeat timeouts': {
-        const worker = this.random.pick(c.workers.filter((w) => w.running && !w.paused));
+        // Both workers may be between a kill and their restart: wait for a process to stop.
+        for (let waited = 0; !c.workers.some((w) => w.running && !w.paused) && waited < 120_000; waited += 200) await sleep(200);
+        const running = c.workers.filter((w) => w.running && !w.paused);
+        if (running.length === 0) {
+          fault.note = 'skipped: no worker process was running for two minutes';
+          return;
+        }
+        const worker = this.random.pick(running);
         fault.target = worker.name;
         worker.pause();
         await sleep(PAUSE_MS);

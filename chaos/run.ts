@@ -39,7 +39,7 @@ export interface ChaosReport {
   seed: number;
   held: boolean;
   invariants: InvariantResult[];
-  faults: Array<{ kind: FaultKind; count: number; recovered: number; p50Ms?: number; maxMs?: number }>;
+  faults: Array<{ kind: FaultKind; count: number; recovered: number; p50Ms?: number; maxMs?: number; restartP50Ms?: number; restartMaxMs?: number }>;
   dir: string;
 }
 
@@ -219,23 +219,27 @@ async function settle(pool: Pool, teamIds: string[], withinMs: number): Promise<
 
 function faultTable(faults: FaultInjector): ChaosReport['faults'] {
   const kinds = new Map<FaultKind, number[]>();
+  const restarts = new Map<FaultKind, number[]>();
   const counts = new Map<FaultKind, number>();
   for (const f of faults.injected) {
     counts.set(f.kind, (counts.get(f.kind) ?? 0) + 1);
     if (f.recoveryMs !== undefined) kinds.set(f.kind, [...(kinds.get(f.kind) ?? []), f.recoveryMs]);
+    if (f.restartMs !== undefined) restarts.set(f.kind, [...(restarts.get(f.kind) ?? []), f.restartMs]);
   }
+  const p50 = (times: number[]) => times[Math.floor((times.length - 1) / 2)];
   return [...counts].map(([kind, count]) => {
     const times = (kinds.get(kind) ?? []).sort((a, b) => a - b);
-    return { kind, count, recovered: times.length, p50Ms: times[Math.floor((times.length - 1) / 2)], maxMs: times.at(-1) };
+    const restartTimes = (restarts.get(kind) ?? []).sort((a, b) => a - b);
+    return { kind, count, recovered: times.length, p50Ms: p50(times), maxMs: times.at(-1), restartP50Ms: p50(restartTimes), restartMaxMs: restartTimes.at(-1) };
   });
 }
 
 function printReport(out: (line: string) => void, report: ChaosReport, opts: ChaosOptions, ms: number): void {
   out('');
-  out(`Faults injected (seed ${report.seed}); recovery = from the part back to the end of a canary call created then (the call itself takes ~3 s)`);
-  out('| fault | injected | recovered | recovery p50 | recovery max |');
-  out('|---|---:|---:|---:|---:|');
-  for (const f of report.faults) out(`| ${f.kind} | ${f.count} | ${f.recovered} | ${seconds(f.p50Ms)} | ${seconds(f.maxMs)} |`);
+  out(`Faults injected (seed ${report.seed}); recovery = from the part back to the end of a canary call created then (the call itself takes ~3 s); restart = a killed Node part's spawn to its ready line`);
+  out('| fault | injected | recovered | recovery p50 | recovery max | restart p50 | restart max |');
+  out('|---|---:|---:|---:|---:|---:|---:|');
+  for (const f of report.faults) out(`| ${f.kind} | ${f.count} | ${f.recovered} | ${seconds(f.p50Ms)} | ${seconds(f.maxMs)} | ${seconds(f.restartP50Ms)} | ${seconds(f.restartMaxMs)} |`);
   out('');
   out('| invariant | held | checked over |');
   out('|---|---|---|');

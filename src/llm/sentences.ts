@@ -9,9 +9,21 @@ const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st'
 
 /** A sentence end: terminal punctuation (closing quotes/brackets allowed) followed by white space. */
 const END_RE = /[.!?…]+["'”’)\]]*(?=\s)|\n+/g;
+/** A clause end: a comma, semicolon, colon or dash followed by white space (so "1,200" stays whole). */
+const CLAUSE_RE = /[,;:—–]+(?=\s)|\s-(?=\s)/g;
 
 export class SentenceSplitter {
   private pending = '';
+  /** Nothing given yet: the first piece may end at a clause. */
+  private first = true;
+
+  /**
+   * `firstClauseWords`: the answer's first piece may end at a clause (a comma, …) once it has at
+   * least this many words, so the synthesiser starts on it before the first sentence is
+   * finished (a converse turn's first audio waits on it); later pieces are whole sentences.
+   * 0 (default): sentences only.
+   */
+  constructor(private readonly options: { firstClauseWords?: number } = {}) {}
 
   /** Adds a delta; returns the sentences it completed, trimmed, in order. */
   push(delta: string): string[] {
@@ -27,7 +39,27 @@ export class SentenceSplitter {
       start = end;
     }
     this.pending = this.pending.slice(start);
+    if (this.first && out.length === 0) {
+      const clause = this.firstClause();
+      if (clause) out.push(clause);
+    }
+    if (out.length) this.first = false;
     return out;
+  }
+
+  /** The first clause of what is pending when it has enough words (taken from `pending`), else undefined. */
+  private firstClause(): string | undefined {
+    const words = this.options.firstClauseWords ?? 0;
+    if (words <= 0) return undefined;
+    CLAUSE_RE.lastIndex = 0;
+    for (let m = CLAUSE_RE.exec(this.pending); m; m = CLAUSE_RE.exec(this.pending)) {
+      const end = m.index + m[0].length;
+      const clause = this.pending.slice(0, end).trim();
+      if (clause.split(/\s+/).length < words) continue;
+      this.pending = this.pending.slice(end);
+      return clause;
+    }
+    return undefined;
   }
 
   /** The text left once the stream has ended (a last sentence without its punctuation), or undefined. */

@@ -21,3 +21,14 @@ test('abbreviations, initials, decimals and times do not end a sentence; line br
   ]);
   assert.deepEqual(splitSentences('Really?! "Yes." Fine…  ok'), ['Really?!', '"Yes."', 'Fine…', 'ok']);
 });
+
+test('firstClauseWords: the first piece ends at a clause once it has that many words; later pieces are whole sentences; a number keeps its comma', () => {
+  const splitter = new SentenceSplitter({ firstClauseWords: 4 });
+  assert.deepEqual(splitter.push('Well, we have'), [], 'a clause of one word waits');
+  assert.deepEqual(splitter.push(' openings on Monday, and'), ['Well, we have openings on Monday,']);
+  assert.deepEqual(splitter.push(' on Tuesday, at 1,200 feet'), [], 'after the first piece, only sentence ends');
+  assert.deepEqual(splitter.push('. Fine'), ['and on Tuesday, at 1,200 feet.']);
+  assert.equal(splitter.flush(), 'Fine');
+  assert.deepEqual(new SentenceSplitter({ firstClauseWords: 4 }).push('Yes. We have openings on Monday, and'), ['Yes.'], 'a sentence first is the first piece');
+  assert.deepEqual(new SentenceSplitter().push('Well, we have openings on Monday, and'), [], 'sentences only by default');
+});

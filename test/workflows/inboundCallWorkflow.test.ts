@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
@@ -15,10 +14,11 @@ import type { CallServiceDeps } from '../../src/services/calls.js';
 import { acceptInboundCall } from '../../src/services/inboundCalls.js';
 import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { INBOUND_CONNECT_TIMEOUT_MS } from '../../workflows/callWorkflow.js';
-import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type CallEvent, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import { callEventSignal, callWorkflowId, type CallEvent } from '../../workflows/contracts.js';
 import { createTestTeam } from '../support/app.js';
 import { callRow, callTestConfig, historySteps, waitForCall } from '../support/calls.js';
 import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
+import { startStandInEdge } from '../support/standInEdge.js';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -50,30 +50,17 @@ async function inboundCall(): Promise<{ callId: string; teamId: string; caller: 
 }
 
 /** A stand-in edge: speaks instantly, answers every question with `answer`, counts hang-ups. */
-async function startStandInEdge(answer: string) {
-  const taskQueue = mediaEdgeTaskQueue(`inbound-${randomUUID()}`);
-  const state = { spoken: [] as string[], hangUps: 0 };
-  const activities: MediaEdgeActivities = {
-    async speakToCaller({ text }) {
-      state.spoken.push(text);
-      return { playedMs: 100, interrupted: false };
-    },
-    async askCaller() {
-      return { kind: 'utterance', text: answer, recognitionMs: 100 };
-    },
-    async hangUpCaller() {
-      state.hangUps++;
-    },
-  };
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
-  const running = worker.run();
-  return Object.assign(state, {
-    taskQueue,
-    async stop() {
-      worker.shutdown();
-      await running;
-    },
-  });
+function startAnsweringEdge(answer: string) {
+  return startStandInEdge(
+    env,
+    {},
+    () => ({
+      async askCaller() {
+        return { kind: 'utterance', text: answer, recognitionMs: 100 };
+      },
+    }),
+    'inbound',
+  );
 }
 
 const signal = (callId: string, event: CallEvent) => env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, event);
@@ -81,7 +68,7 @@ const result = (callId: string) => calls.result(callId, 60_000);
 
 describe('an inbound call: the edge answers, the script runs through it', () => {
   test('answered: in_conversation, the inbound script runs on the edge, completed / agent_hangup, the slot freed, analysed', async () => {
-    const edge = await startStandInEdge('I would like to change my appointment');
+    const edge = await startAnsweringEdge('I would like to change my appointment');
     try {
       const { callId, teamId, caller } = await inboundCall();
       assert.equal(await countLiveSlots(pool, teamId), 1);

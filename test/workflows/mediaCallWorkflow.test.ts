@@ -3,30 +3,26 @@
 // on an edge task queue of its own. The stand-in plays a scripted caller: what they answer
 // to each prompt, when they stay silent, when they hang up, when the edge is lost.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import type { SystemNote } from '../../src/domain/calls.js';
-import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
-import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import type { CallServiceDeps } from '../../src/services/calls.js';
 import {
   CALL_MEDIA_LOST,
   callEventSignal,
   callWorkflowId,
-  mediaEdgeTaskQueue,
   type AskCallerInput,
   type AskCallerResult,
-  type MediaEdgeActivities,
 } from '../../workflows/contracts.js';
 import { REPROMPT_PREFIX } from '../../workflows/mediaConversation.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, historySteps, waitForCall } from '../support/calls.js';
 import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
+import { answerOnEdge, scheduleWebCall, startStandInEdge } from '../support/standInEdge.js';
 
 let env: TestWorkflowEnvironment;
 let pool: Pool;
@@ -53,27 +49,10 @@ const VERIFY_SCRIPT = {
 /** What the stand-in caller does at one askCaller call (`systemNotes`: what the edge's answer carries). */
 type CallerMove = { say: string; systemNotes?: SystemNote[] } | { key: string } | { silence: true } | { hangUpDuringPrompt: true } | { mediaLost: true };
 
-interface StandIn {
-  taskQueue: string;
-  spoken: string[];
-  prompts: string[];
-  hints: AskCallerInput['hint'][];
-  hangUps: number;
-  cancelledAsks: number;
-  worker: Worker;
-  running: Promise<void>;
-  stop(): Promise<void>;
-}
-
 /** A stand-in edge on a queue of its own: speaks instantly, answers `moves` in order. */
-async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
-  const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
-  const state = { spoken: [] as string[], prompts: [] as string[], hints: [] as AskCallerInput['hint'][], hangUps: 0, cancelledAsks: 0 };
-  const activities: MediaEdgeActivities = {
-    async speakToCaller({ text }) {
-      state.spoken.push(text);
-      return { playedMs: text.length * 60, interrupted: false };
-    },
+function startCallerEdge(moves: CallerMove[]) {
+  const state = { prompts: [] as string[], hints: [] as AskCallerInput['hint'][], cancelledAsks: 0 };
+  return startStandInEdge(env, state, () => ({
     async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
       state.prompts.push(input.prompt);
       state.hints.push(input.hint);
@@ -94,40 +73,22 @@ async function startStandInEdge(moves: CallerMove[]): Promise<StandIn> {
         }
       }
     },
-    async hangUpCaller() {
-      state.hangUps++;
-    },
-  };
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
-  const running = worker.run();
-  return Object.assign(state, {
-    taskQueue,
-    worker,
-    running,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-    },
-  });
+  }));
 }
 
 async function webCall(team: TestTeam, definition: object = VERIFY_SCRIPT): Promise<string> {
   const script = await insertScript(pool, { teamId: team.teamId, name: 'verify', definition });
-  const contact = await getOrCreateSharedWebContact(pool, team.teamId);
-  const call = await scheduleCall(deps, { teamId: team.teamId, scriptId: script.id, contact: { id: contact.id }, type: 'web' });
-  return call.callId;
+  return scheduleWebCall(deps, team.teamId, script.id);
 }
 
-async function answer(callId: string, taskQueue: string): Promise<void> {
-  await env.client.workflow.getHandle(callWorkflowId(callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${callId}`, media_task_queue: taskQueue });
-}
+const answer = (callId: string, taskQueue: string) => answerOnEdge(env, callId, { taskQueue });
 
 const result = (callId: string) => calls.result(callId, 60_000);
 
 describe('a call on the media edge: the workflow runs the script through the edge', () => {
   test('say and ask steps are edge activities; answers become user turns; the script end hangs up (completed / agent_hangup)', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ say: 'one nine eight five zero four zero three' }, { say: 'yes that is correct' }]);
+    const edge = await startCallerEdge([{ say: 'one nine eight five zero four zero three' }, { say: 'yes that is correct' }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -178,7 +139,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
       text: 'The speech recognition engine deepgram failed twice (Deepgram: no answer within 2000 ms of the end of speech); pocketsphinx took over for the rest of the call.',
       data: { stage: 'recognition', failed: 'deepgram', fallback: 'pocketsphinx' },
     };
-    const edge = await startStandInEdge([{ say: 'one nine eight five zero four zero three', systemNotes: [failover] }, { say: 'yes' }]);
+    const edge = await startCallerEdge([{ say: 'one nine eight five zero four zero three', systemNotes: [failover] }, { say: 'yes' }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -197,7 +158,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('wrong spoken digits fail the Auth Check', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ say: 'one two three four' }, { say: 'no' }]);
+    const edge = await startCallerEdge([{ say: 'one two three four' }, { say: 'no' }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -211,7 +172,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test("keyed digits: the ask's input reaches the edge, the digits are the user's turn and verify, and a keyed_answer System Note says they were keyed", async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ key: '19850403' }, { say: 'yes' }]);
+    const edge = await startCallerEdge([{ key: '19850403' }, { say: 'yes' }]);
     try {
       const keypadScript = { ...VERIFY_SCRIPT, steps: VERIFY_SCRIPT.steps.map((s) => (s.id === 'ask_pin' ? { ...s, input: 'dtmf' } : s)) };
       const callId = await webCall(team, keypadScript);
@@ -231,7 +192,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('silence gets one reprompt; an answer to the reprompt counts', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ silence: true }, { say: 'one nine eight five zero four zero three' }, { say: 'yes' }]);
+    const edge = await startCallerEdge([{ silence: true }, { say: 'one nine eight five zero four zero three' }, { say: 'yes' }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -247,7 +208,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('silence after the reprompt: no user turn, a no_answer note, an empty variable, and the script goes on', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ silence: true }, { silence: true }, { say: 'yes' }]);
+    const edge = await startCallerEdge([{ silence: true }, { silence: true }, { say: 'yes' }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -265,7 +226,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('the caller hanging up mid-prompt cancels the prompt and ends hang-up / User Hangup', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ hangUpDuringPrompt: true }]);
+    const edge = await startCallerEdge([{ hangUpDuringPrompt: true }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -288,7 +249,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('media lost during a step ends dropout / connection_lost with a System Note', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([{ mediaLost: true }]);
+    const edge = await startCallerEdge([{ mediaLost: true }]);
     try {
       const callId = await webCall(team);
       await answer(callId, edge.taskQueue);
@@ -304,7 +265,7 @@ describe('a call on the media edge: the workflow runs the script through the edg
 
   test('an edge that is gone (nobody polls its queue) ends the call dropout, never stuck in-progress', async () => {
     const team = await createTestTeam(pool);
-    const edge = await startStandInEdge([]);
+    const edge = await startCallerEdge([]);
     await edge.stop();
     const callId = await webCall(team);
     await answer(callId, edge.taskQueue);

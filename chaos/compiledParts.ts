@@ -11,7 +11,7 @@
 // each one's is set to its source file's URL, so those paths are the same as under tsx. An
 // entry's own import.meta.url is left alone: it is the compiled file, as `process.argv[1]`
 // is when it runs (src/server.ts runs main() only then).
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -38,14 +38,17 @@ function sourceImportMetaUrl(entryPath: string): Plugin {
   };
 }
 
-/** Compiles each of `entries` (paths relative to the project root) into .tools/chaos-builds/`name`. */
-export async function compileParts(entries: string[], name: string): Promise<CompiledParts> {
-  const outDir = path.join(PROJECT_ROOT, '.tools', 'chaos-builds', name);
+/** Compiles each of `entries` (paths relative to `root`, the project's by default) into <root>/.tools/chaos-builds/`name`. */
+export async function compileParts(entries: string[], name: string, root = PROJECT_ROOT): Promise<CompiledParts> {
+  mkdirSync(path.join(root, '.tools', 'chaos-builds'), { recursive: true });
+  // The real path: node runs a main module from its real path, and src/server.ts compares that
+  // with process.argv[1] (a clone of the project may link .tools from another checkout).
+  const outDir = path.join(realpathSync(path.join(root, '.tools', 'chaos-builds')), name);
   mkdirSync(outDir, { recursive: true });
   const files = new Map<string, string>();
   try {
     for (const entry of entries) {
-      const entryPath = path.join(PROJECT_ROOT, entry);
+      const entryPath = path.join(root, entry);
       const outfile = path.join(outDir, entry.replace(/\.ts$/, '.mjs'));
       // One build per entry: a module is an entry in its own file only (its import.meta.url is left alone there).
       await build({

@@ -1,10 +1,11 @@
 // The chaos run's parts compiled once to plain JavaScript (chaos/compiledParts.ts): a compiled
 // entry runs under plain node, a module it imports still finds the files beside its source
 // (as src/db/migrate.ts finds its migrations), and the entry's own import.meta.url is the
-// compiled file, so a `process.argv[1]` check runs its main (src/server.ts).
+// compiled file, so a `process.argv[1]` check runs its main (src/server.ts), also in a clone
+// of the project whose .tools is a link to another checkout's.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, test } from 'node:test';
@@ -33,6 +34,25 @@ test('a compiled entry runs under plain node; its modules find the files beside 
     assert.ok(file.endsWith('.mjs') && !file.startsWith(work), file);
     const { stdout } = await run(process.execPath, [file], { cwd: work });
     assert.deepEqual(JSON.parse(stdout), { main: true, beside: 'the file beside the module' });
+  } finally {
+    compiled.remove();
+  }
+});
+
+test('in a clone whose .tools is a link to another folder, the compiled entry still runs its main', async () => {
+  const clone = path.join(work, 'clone');
+  const linkedTools = path.join(work, 'other-checkout-tools');
+  mkdirSync(path.join(clone, 'src'), { recursive: true });
+  mkdirSync(linkedTools);
+  symlinkSync(linkedTools, path.join(clone, '.tools'));
+  writeFileSync(
+    path.join(clone, 'src', 'entry.ts'),
+    "import { fileURLToPath } from 'node:url';\n\nprocess.stdout.write(JSON.stringify({ main: process.argv[1] === fileURLToPath(import.meta.url) }));\n",
+  );
+  const compiled = await compileParts(['src/entry.ts'], 'linked', clone);
+  try {
+    const { stdout } = await run(process.execPath, [compiled.file('src/entry.ts')], { cwd: clone });
+    assert.deepEqual(JSON.parse(stdout), { main: true });
   } finally {
     compiled.remove();
   }

@@ -34,6 +34,10 @@ COPY workflows ./workflows
 COPY activities ./activities
 
 USER node
+# The worker keeps its workflow bundle here (docs/reliability.md, "Restarting fast"): a worker
+# process restarted in the same container reads it instead of running webpack again. /app is
+# not the node user's to write.
+ENV WORKFLOW_BUNDLE_CACHE_DIR=/tmp/workflow-bundles
 # Inside a container the API must accept connections from the container network; the
 # service's own default (127.0.0.1) keeps a bare `npm run api` on one machine private.
 ENV PORT=3000 HOST=0.0.0.0

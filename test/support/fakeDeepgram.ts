@@ -10,9 +10,10 @@
 // word by word as audio arrives. Failure modes for the fallback tests: close mid-stream
 // (1011, as Deepgram's NET errors do) or never answer.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { WebSocket } from 'ws';
+import { refuseHandshake, WebSocketFakeServer } from './webSocketFake.js';
 
 export type FakeDeepgramBehaviour =
   /** Answers as Deepgram does. */
@@ -45,43 +46,28 @@ export class FakeDeepgram {
   idleTimeoutMs = 10_000;
   /** Streams the server has accepted so far. */
   streams = 0;
-  private readonly server: http.Server;
-  private readonly wss = new WebSocketServer({ noServer: true });
-  private readonly sockets = new Set<Socket>();
+  private server!: WebSocketFakeServer;
 
-  private constructor(readonly apiKey: string) {
-    this.server = http.createServer((_req, res) => {
-      res.writeHead(426, { 'content-type': 'text/plain' }).end('Upgrade Required');
-    });
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    this.server.on('upgrade', (req, socket, head) => this.upgrade(req, socket as Socket, head));
-  }
+  private constructor(readonly apiKey: string) {}
 
   static async start(apiKey = 'dg-test-key'): Promise<FakeDeepgram> {
     const fake = new FakeDeepgram(apiKey);
-    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.server = await WebSocketFakeServer.listen((req, socket, head) => fake.upgrade(req, socket, head));
     return fake;
   }
 
   get baseUrl(): string {
-    return `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.server.baseUrl;
   }
 
-  async close(): Promise<void> {
-    for (const client of this.wss.clients) client.terminate();
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.server.close();
   }
 
   private refuse(socket: Socket, status: number, reason: string, errCode: string, errMsg: string): void {
     const requestId = randomUUID();
     const body = JSON.stringify({ err_code: errCode, err_msg: errMsg, request_id: requestId });
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ndg-request-id: ${requestId}\r\ndg-error: ${body}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    refuseHandshake(socket, status, reason, body, { 'dg-request-id': requestId, 'dg-error': body });
   }
 
   private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
@@ -104,7 +90,7 @@ export class FakeDeepgram {
       request.status = 400;
       return this.refuse(socket, 400, 'Bad Request', 'Bad Request', 'Raw audio needs a valid encoding, sample_rate and channels.');
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.stream(ws, request));
+    this.server.accept(req, socket, head, (ws) => this.stream(ws, request));
   }
 
   private stream(ws: WebSocket, request: FakeDeepgramRequest): void {

@@ -8,11 +8,12 @@
 // `{ isFinal: true }`, then closes 1000. It cannot speak: its audio is a 440 Hz tone of
 // MS_PER_CHARACTER per character of the text, so a test knows what to expect. Failure modes
 // for the fallback tests: close mid-stream (1011) after the first chunk, or never answer.
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { WebSocket } from 'ws';
 import { encodeMulaw } from '../../src/mediaEdge/audio/mulaw.js';
 import { int16ToLittleEndian } from '../../src/mediaEdge/audio/wav.js';
+import { refuseHandshake, WebSocketFakeServer } from './webSocketFake.js';
 
 export const MS_PER_CHARACTER = 40;
 export const TONE_HZ = 440;
@@ -42,38 +43,26 @@ export class FakeElevenLabs {
   behaviour: FakeElevenLabsBehaviour = 'normal';
   /** Behaviours of the next streams, one each, before `behaviour` applies again. */
   nextBehaviours: FakeElevenLabsBehaviour[] = [];
-  private readonly server: http.Server;
-  private readonly wss = new WebSocketServer({ noServer: true });
-  private readonly sockets = new Set<Socket>();
+  private server!: WebSocketFakeServer;
 
-  private constructor(readonly apiKey: string) {
-    this.server = http.createServer((_req, res) => res.writeHead(426).end());
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    this.server.on('upgrade', (req, socket, head) => this.upgrade(req, socket as Socket, head));
-  }
+  private constructor(readonly apiKey: string) {}
 
   static async start(apiKey = 'xi-test-key'): Promise<FakeElevenLabs> {
     const fake = new FakeElevenLabs(apiKey);
-    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.server = await WebSocketFakeServer.listen((req, socket, head) => fake.upgrade(req, socket, head));
     return fake;
   }
 
   get baseUrl(): string {
-    return `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.server.baseUrl;
   }
 
-  async close(): Promise<void> {
-    for (const client of this.wss.clients) client.terminate();
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.server.close();
   }
 
   private refuse(socket: Socket, status: number, reason: string, detail: { status: string; message: string }): void {
-    const body = JSON.stringify({ detail });
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    refuseHandshake(socket, status, reason, JSON.stringify({ detail }));
   }
 
   private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
@@ -103,7 +92,7 @@ export class FakeElevenLabs {
       request.status = 400;
       return this.refuse(socket, 400, 'Bad Request', { status: 'invalid_output_format', message: `Unsupported output_format ${format}` });
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.stream(ws, request, format));
+    this.server.accept(req, socket, head, (ws) => this.stream(ws, request, format));
   }
 
   private stream(ws: WebSocket, request: FakeElevenLabsRequest, format: string): void {

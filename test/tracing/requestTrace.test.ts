@@ -12,23 +12,24 @@ import { Writable } from 'node:stream';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createLogger } from '../../src/logging/logger.js';
 import { createWorker, workflowBundle } from '../../src/temporal/worker.js';
-import { installTracing, shutdownTracing, temporalClientInterceptors, tracedWorkerOptions } from '../../src/tracing/tracing.js';
+import { shutdownTracing, temporalClientInterceptors, tracedWorkerOptions } from '../../src/tracing/tracing.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { createTestTeam, startTestApi, type TestApi } from '../support/app.js';
 import { calleeNumber, callTestConfig } from '../support/calls.js';
 import { createLocalEnv } from '../support/temporal.js';
+import { ancestry, installTestTracing, spanIdOf as idOf, spansOnce } from '../support/traceSpans.js';
 
 const { History } = proto.temporal.api.history.v1;
 const WORKFLOWS_TESTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflows');
 
-const exporter = new InMemorySpanExporter();
+let exporter: InMemorySpanExporter;
 let env: TestWorkflowEnvironment;
 let api: TestApi;
 let worker: Worker;
@@ -38,7 +39,7 @@ let logged = '';
 
 before(async () => {
   // First: the client, the bundle and the workers pick tracing up when they are made.
-  assert.equal(await installTracing({ config: {}, serviceName: 'trace-test', spanProcessor: new SimpleSpanProcessor(exporter) }), true);
+  exporter = await installTestTracing('trace-test');
   // The dev server, as in production: the Java time-skipping server drops a signal's headers.
   env = await createLocalEnv();
   const traced = new Client({ connection: env.connection, interceptors: temporalClientInterceptors() });
@@ -67,39 +68,12 @@ after(async () => {
   await shutdownTracing();
 });
 
-const idOf = (s: ReadableSpan) => s.spanContext().spanId;
-
 /** The span a request with this X-Request-Id made. */
 const requestSpan = (spans: ReadableSpan[], requestId: string) => spans.find((s) => s.attributes['request.id'] === requestId);
 
 /** Whether a span named `name` is in the trace of the request with this id. */
 const inRequestTrace = (name: string, requestId: string) => (spans: ReadableSpan[]) =>
   spans.some((s) => s.name === name && s.spanContext().traceId === requestSpan(spans, requestId)?.spanContext().traceId);
-
-/**
- * The finished spans once `until` holds: a workflow's spans reach the worker's sink
- * after the activation that ended them, which may be after the client saw the result.
- */
-async function spansOnce(until: (spans: ReadableSpan[]) => boolean): Promise<ReadableSpan[]> {
-  for (let waited = 0; ; waited += 50) {
-    const spans = exporter.getFinishedSpans();
-    if (until(spans) || waited >= 10_000) return spans;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** The span's ancestors, nearest first, as far as the exported spans reach. */
-function ancestry(span: ReadableSpan, spans: ReadableSpan[]): ReadableSpan[] {
-  const chain: ReadableSpan[] = [];
-  let parentId = span.parentSpanId;
-  while (parentId) {
-    const parent = spans.find((s) => idOf(s) === parentId);
-    assert.ok(parent, `the parent ${parentId} of ${chain.at(-1)?.name ?? span.name} was exported`);
-    chain.push(parent);
-    parentId = parent.parentSpanId;
-  }
-  return chain;
-}
 
 test('one create-phone-call is one trace: HTTP span → StartWorkflow → RunWorkflow → the dial activity → its SQL', async () => {
   const team = await createTestTeam(api.pool);
@@ -114,7 +88,7 @@ test('one create-phone-call is one trace: HTTP span → StartWorkflow → RunWor
   const result = await env.client.workflow.getHandle(workflowId).result();
   assert.equal(result.status, 'completed');
 
-  const spans = await spansOnce(inRequestTrace('RunWorkflow:callWorkflow', requestId));
+  const spans = await spansOnce(exporter, inRequestTrace('RunWorkflow:callWorkflow', requestId));
   const http = requestSpan(spans, requestId);
   assert.ok(http, 'the HTTP span carries the request id');
   assert.equal(http.parentSpanId, undefined, 'the HTTP span is the root');
@@ -164,7 +138,7 @@ test('a request that signals a workflow: the HTTP span → SignalWorkflow → Ha
   assert.equal(cancelled.status, 200, cancelled.text);
   assert.equal((await env.client.workflow.getHandle(workflowId).result()).status, 'cancelled');
 
-  const spans = await spansOnce(inRequestTrace('HandleSignal:cancelCall', requestId));
+  const spans = await spansOnce(exporter, inRequestTrace('HandleSignal:cancelCall', requestId));
   const http = requestSpan(spans, requestId);
   assert.ok(http, 'the HTTP span of the cancel request');
   const handled = spans.filter((s) => s.name === 'HandleSignal:cancelCall' && s.spanContext().traceId === http.spanContext().traceId);

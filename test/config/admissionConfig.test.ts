@@ -2,17 +2,8 @@
 // every other variable: a bad one stops start-up with a message naming it; unset, the defaults.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
-
-function configError(env: Record<string, string>): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.message;
-  }
-  assert.fail('start-up should have stopped');
-}
+import { loadConfig } from '../../src/config/index.js';
+import { configError } from '../support/configErrors.js';
 
 test('a bad admission setting stops start-up naming the variable', () => {
   for (const [env, message] of [

@@ -3,20 +3,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig, publicApiUrl, recordingsDir } from '../../src/config/index.js';
+import { loadConfig, publicApiUrl, recordingsDir } from '../../src/config/index.js';
 import { createRecordingStore } from '../../src/recordings/index.js';
+import { configError } from '../support/configErrors.js';
 
 const S3 = { RECORDINGS_STORE: 's3', S3_BUCKET: 'recordings', S3_ACCESS_KEY_ID: 'key', S3_SECRET_ACCESS_KEY: 'secret' };
-
-function configError(env: Record<string, string>): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.message;
-  }
-  assert.fail('start-up should have stopped');
-}
 
 test('a bad or missing recording setting stops start-up naming the variable', () => {
   for (const [env, message] of [

@@ -1,7 +1,8 @@
 /**
  * The admission pacer (docs/calls.md, "Admission"): each worker process hands free slots to
  * the head of the admission line at ADMISSION_RATE_PER_SECOND and wakes the calls it grants
- * (one slotGranted signal each), holding while the live-call queue is behind. Calls that fall due wait in the line in Postgres, not as
+ * (one slotGranted signal each), holding while the live-call queue is behind (and then looking at
+ * the line only as often as it asks for that queue's backlog). Calls that fall due wait in the line in Postgres, not as
  * workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
  * head of the line first, and the calls already talking keep their turns.
  *
@@ -55,6 +56,8 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
     try {
       const n = rate.available(Date.now());
       if (n <= 0) return;
+      // Holding: nothing is admitted until the backlog is asked again, so the line can wait for that too.
+      if (backlog > LIVE_BACKLOG_LIMIT && Date.now() - lookedAt < BACKLOG_LOOK_MS) return;
       // Only a line with due calls (and a free slot to give them) is worth asking Temporal about.
       const teams = await admissionLineTeams(deps.pool, n);
       if (teams.length > 0 && opts.liveBacklog && Date.now() - lookedAt >= BACKLOG_LOOK_MS) {

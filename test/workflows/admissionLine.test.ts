@@ -65,6 +65,25 @@ async function withPacer<T>(ratePerSecond: number, body: () => Promise<T>): Prom
 /** The steps of the call's history other than timers. */
 const stepsBesideTimers = async (callId: string) => (await calls.steps(callId)).filter((s) => !s.startsWith('timer'));
 
+/**
+ * The test database's pool, counting the queries for the admission line's teams (each still
+ * runs on Postgres).
+ */
+function countingLineLooks(real: Pool, counted: () => void): Pool {
+  return new Proxy(real, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (key === 'query') {
+        return (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('admission_line_teams')) counted();
+          return Reflect.apply(target.query, target, args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 let drained: Promise<void> | undefined;
 /**
  * The lane's database holds earlier files' calls (rows without workflows): they are handed
@@ -152,15 +171,32 @@ describe('admission line', () => {
     await record(id, 'cancelled-in-the-line');
   });
 
-  test('the pacer holds while the live-call queue is behind: nothing is admitted until its backlog falls, then the line moves', async () => {
+  test('the pacer holds while the live-call queue is behind: nothing is admitted until its backlog falls, then the line moves; while holding it looks at the line only when it asks for the backlog again', async () => {
     await lineOfThisFile();
     const team = await createTestTeam(pool, { maxConcurrent: 5 });
     const ids = await dueTogether(team, 3, new Date(Date.now() + 3000));
     let backlog = LIVE_BACKLOG_LIMIT + 1;
-    const pacer = startAdmissionPacer({ pool, temporal: env.client }, { ratePerSecond: 20, liveBacklog: async () => backlog });
+    let asked = 0;
+    let lineLooks = 0;
+    const liveBacklog = async () => {
+      asked++;
+      return backlog;
+    };
+    const pacer = startAdmissionPacer({ pool: countingLineLooks(pool, () => lineLooks++), temporal: env.client }, { ratePerSecond: 20, liveBacklog });
     try {
-      // Due after three seconds (sleeping in the line); the pacer looks at it ten times a second meanwhile.
-      await delay(5000);
+      // Due after three seconds (sleeping in the line), in the database's clock.
+      for (;;) {
+        const { rows } = await pool.query<{ due: boolean }>('SELECT scheduled_time <= now() AS due FROM calls WHERE id = $1', [ids[2]]);
+        if (rows[0].due) break;
+        await delay(100);
+      }
+      asked = 0;
+      lineLooks = 0;
+      // Ten ticks a second, but the backlog is asked every 500 ms, and the line only then.
+      await delay(2000);
+      assert.ok(asked >= 1, 'the backlog was asked again while holding');
+      // One look may be in flight, its ask not yet made.
+      assert.ok(lineLooks <= asked + 1, `the line looked at ${lineLooks} times for ${asked} asks of the backlog`);
       for (const id of ids) assert.equal((await callRow(pool, id)).slot_granted_at, null, 'not admitted while the live calls are behind');
       backlog = LIVE_BACKLOG_LIMIT;
       const outcomes = await Promise.all(ids.map(result));

@@ -39,7 +39,7 @@
 // Knobs (environment): BENCH_CALLS (default "1,5,10,15,20"), BENCH_MAX_CALLS (default 40),
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
 // it has them), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -47,19 +47,17 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import pino from 'pino';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { freePort } from '../src/localPorts.js';
-import { createLogger } from '../src/logging/logger.js';
 import type { ConversationEngine, TurnLatency } from '../src/mediaEdge/conversation/engine.js';
 import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
 import type { AudioBand } from '../src/mediaEdge/media/channel.js';
 import { createSpeechEngines, type SpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
 import { callWorkflowId } from '../workflows/contracts.js';
-import { SipTestClient } from '../test/support/sipClient.js';
 import { opusSilence, spokenOpus } from '../test/support/spokenOpus.js';
 import { overTelephone } from '../test/support/telephoneBand.js';
-import { BrowserPeer } from '../test/support/webrtcPeer.js';
 import { ACCOUNT_LINE_ANSWERS, ACCOUNT_LINE_SCRIPT } from './support/accountLineScript.js';
 import { insertTeamWithKey, jsonRequester } from './support/api.js';
+import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
 import { median, out, quantile } from './support/stats.js';
@@ -85,118 +83,31 @@ const TARGET_P95_MS = 1_500;
 type ToChild = { cmd: 'prepare'; answers: string[]; band: AudioBand } | { cmd: 'calls'; calls: CallOrder[] } | { cmd: 'stop' };
 type ToParent = { event: 'prepared' } | { event: 'done'; results: CallerResult[]; loopDelayP99Ms: number } | { event: 'error'; message: string };
 
-interface CallOrder {
-  sessionId: string;
-  startDelayMs: number;
-  bootstrap: { ws_url: string; target: string; headers: Record<string, string> };
-}
-
-interface CallerResult {
-  sessionId: string;
-  /** End of the caller's sent speech → first packet of the agent's next audio, per answer. */
-  turnsMs: number[];
-  /** From the 200 OK to the agent's BYE. */
-  seconds: number;
-  error?: string;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 // ------------------------------------------------------------------ the callers (child)
-
-interface LiveCaller {
-  peer: BrowserPeer;
-  /** Payloads still to send of the answer being spoken. */
-  speaking: Buffer[];
-  next: number;
-  lastPacketAt: number;
-  heardSinceAnswer: boolean;
-  speechEndAt: number | undefined;
-  turnsMs: number[];
-}
 
 async function callers(): Promise<void> {
   const send = (m: ToParent) => process.send?.(m);
-  let answers: Buffer[][] = [];
-  let silence: Buffer = Buffer.alloc(0);
-  const live = new Set<LiveCaller>();
-
-  // One 20 ms clock for every caller, like a browser's audio device: each sends its answer's
-  // next frame, or silence.
-  const started = performance.now();
-  let sentTicks = 0;
-  const clock = setInterval(() => {
-    const due = Math.floor((performance.now() - started) / 20);
-    for (; sentTicks < due; sentTicks++) {
-      for (const c of live) {
-        const payload = c.speaking.shift();
-        c.peer.sendEncoded(payload ?? silence);
-        if (payload && c.speaking.length === 0) c.speechEndAt = performance.now();
-      }
-    }
-  }, 5);
-
-  async function call(order: CallOrder): Promise<CallerResult> {
-    await sleep(order.startDelayMs);
-    const sip = await SipTestClient.connect(order.bootstrap.ws_url);
-    const peer = new BrowserPeer('opus', { decode: false });
-    const caller: LiveCaller = { peer, speaking: [], next: 0, lastPacketAt: 0, heardSinceAnswer: false, speechEndAt: undefined, turnsMs: [] };
-    peer.onPacket(() => {
-      const now = performance.now();
-      if (caller.speechEndAt !== undefined) {
-        caller.turnsMs.push(now - caller.speechEndAt);
-        caller.speechEndAt = undefined;
-      }
-      caller.lastPacketAt = now;
-      caller.heardSinceAnswer = true;
-    });
-    let answeredAt = performance.now();
-    try {
-      const dialog = sip.invite({ target: order.bootstrap.target, headers: order.bootstrap.headers, sdp: await peer.offer() });
-      const ok = await sip.answered(dialog, 20_000);
-      if (ok.status !== 200) throw new Error(`INVITE answered ${ok.status}`);
-      answeredAt = performance.now();
-      await peer.accept(ok.body);
-      await peer.connected(20_000);
-      live.add(caller);
-      // Answer each prompt once it has ended; then wait for the goodbye and the BYE.
-      while (caller.next < answers.length) {
-        await sleep(20);
-        const quiet = performance.now() - caller.lastPacketAt;
-        if (caller.heardSinceAnswer && caller.speaking.length === 0 && caller.speechEndAt === undefined && quiet >= PROMPT_END_QUIET_MS) {
-          caller.heardSinceAnswer = false;
-          caller.speaking = [...answers[caller.next++]];
-        }
-      }
-      await sip.waitFor((m) => m.kind === 'request' && m.method === 'BYE', 120_000, 'the agent hanging up');
-      return { sessionId: order.sessionId, turnsMs: caller.turnsMs, seconds: (performance.now() - answeredAt) / 1000 };
-    } catch (err) {
-      return { sessionId: order.sessionId, turnsMs: caller.turnsMs, seconds: (performance.now() - answeredAt) / 1000, error: String(err) };
-    } finally {
-      live.delete(caller);
-      await peer.close();
-      await sip.close();
-    }
-  }
+  let callersOfRun: BrowserCallers | undefined;
 
   process.on('message', (m: ToChild) => {
     void (async () => {
       if (m.cmd === 'prepare') {
         // Encoded once, sent by every caller: the callers' process spends no CPU encoding.
-        silence = opusSilence();
-        answers = [];
+        const answers: Buffer[][] = [];
         // A phone caller's voice reaches the peer as a phone line carries it.
         for (const text of m.answers) answers.push(await spokenOpus(text, m.band === 'telephone' ? overTelephone : undefined));
+        callersOfRun = new BrowserCallers(answers, opusSilence(), PROMPT_END_QUIET_MS);
         send({ event: 'prepared' });
       } else if (m.cmd === 'calls') {
+        const run = callersOfRun!;
         // The callers' own event loop: when it stalls, their packets leave in bursts.
         const loop = monitorEventLoopDelay({ resolution: 5 });
         loop.enable();
-        const results = await Promise.all(m.calls.map(call));
+        const results = await Promise.all(m.calls.map((order) => run.call(order)));
         loop.disable();
         send({ event: 'done', results, loopDelayP99Ms: loop.percentile(99) / 1e6 });
       } else {
-        clearInterval(clock);
+        callersOfRun?.stop();
         process.exit(0);
       }
     })().catch((err: unknown) => send({ event: 'error', message: (err as Error).stack ?? String(err) }));
@@ -268,9 +179,6 @@ function serviceTicks(exclude: number | undefined): Record<string, number> {
 
 const total = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
 
-function loadAverage(): string {
-  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-}
 
 // ------------------------------------------------------------------ the service (parent)
 
@@ -292,18 +200,6 @@ const edgeLogger = pino(
   },
 );
 
-function ask(child: ChildProcess, message: ToChild, answer: ToParent['event']): Promise<ToParent> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m: ToParent) => {
-      if (m.event === 'error') reject(new Error(m.message));
-      else if (m.event === answer) resolve(m);
-      else return;
-      child.off('message', onMessage);
-    };
-    child.on('message', onMessage);
-    child.send(message);
-  });
-}
 
 /** Where one turn's time went, ms (from the engine's clock and the workflow history). */
 interface TurnProfile {
@@ -431,7 +327,7 @@ async function main(): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['callers'], { stdio: 'inherit' });
 
   try {
-    await ask(child, { cmd: 'prepare', answers: BAND_ANSWERS, band: BAND }, 'prepared');
+    await askChild<ToChild, ToParent>(child, { cmd: 'prepare', answers: BAND_ANSWERS, band: BAND }, 'prepared');
 
     const callersLoopP99: number[] = [];
     /** N calls at once, their starts spread over one turn so their turns do not fall in step. */
@@ -441,7 +337,7 @@ async function main(): Promise<void> {
         const s = await request(team.key, 'POST', '/api/v1/create-web-session', { script_id: scriptId });
         orders.push({ sessionId: s.session_id, startDelayMs: Math.round((i * 4000) / n), bootstrap: { ws_url: s.ws_url, target: s.target, headers: s.headers } });
       }
-      const answer = (await ask(child, { cmd: 'calls', calls: orders }, 'done')) as Extract<ToParent, { event: 'done' }>;
+      const answer = (await askChild<ToChild, ToParent>(child, { cmd: 'calls', calls: orders }, 'done')) as Extract<ToParent, { event: 'done' }>;
       const { rows } = await pool.query<{ call_id: string }>('SELECT call_id FROM web_sessions WHERE id = ANY($1) AND call_id IS NOT NULL', [orders.map((o) => o.sessionId)]);
       callersLoopP99.push(answer.loopDelayP99Ms);
       return { results: answer.results, callIds: rows.map((r) => r.call_id) };

@@ -40,7 +40,6 @@
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
 // it has them), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
 import { fork } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -60,6 +59,7 @@ import { insertTeamWithKey, jsonRequester } from './support/api.js';
 import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
+import { processStats, TICKS_PER_SECOND } from './support/processCpu.js';
 import { median, out, quantile } from './support/stats.js';
 
 const SCRIPT = ACCOUNT_LINE_SCRIPT;
@@ -116,45 +116,9 @@ async function callers(): Promise<void> {
 
 // ------------------------------------------------------------------ CPU from /proc
 
-/** Linux's USER_HZ: /proc reports CPU time in these ticks (100 on every mainstream architecture). */
-const TICKS_PER_SECOND = 100;
-
-interface ProcStat {
-  pid: number;
-  ppid: number;
-  comm: string;
-  /** Own user + system ticks. */
-  self: number;
-  /** User + system ticks of its children that have ended and been waited for. */
-  reaped: number;
-}
-
-function readProcs(): Map<number, ProcStat> {
-  const procs = new Map<number, ProcStat>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const close = text.lastIndexOf(')');
-    const fields = text.slice(close + 2).split(' ');
-    procs.set(Number(name), {
-      pid: Number(name),
-      ppid: Number(fields[1]),
-      comm: text.slice(text.indexOf('(') + 1, close),
-      self: Number(fields[11]) + Number(fields[12]),
-      reaped: Number(fields[13]) + Number(fields[14]),
-    });
-  }
-  return procs;
-}
-
 /** CPU ticks of the service, by part: this process and its descendants, the callers' subtree excluded. */
 function serviceTicks(exclude: number | undefined): Record<string, number> {
-  const procs = readProcs();
+  const procs = processStats();
   const children = new Map<number, number[]>();
   for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   const parts: Record<string, number> = {};

@@ -7,12 +7,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 // /proc reports times in USER_HZ ticks (sysconf(_SC_CLK_TCK)), which Linux fixes at 100 on
 // x86 and ARM whatever the kernel's own HZ; read as a constant, so no program is spawned.
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
 
-interface ProcStat {
+export interface ProcStat {
   pid: number;
   ppid: number;
-  /** utime + stime + cutime + cstime, in ticks. */
+  /** The command name. */
+  comm: string;
+  /** utime + stime, in ticks. */
+  self: number;
+  /** cutime + cstime: what its ended children that it waited for left, in ticks. */
+  reaped: number;
+  /** self + reaped. */
   ticks: number;
 }
 
@@ -24,9 +30,17 @@ function readStat(pid: number): ProcStat | undefined {
     return undefined;
   }
   // The command name (field 2) may hold spaces and parentheses: fields restart after the last ')'.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const close = text.lastIndexOf(')');
+  const rest = text.slice(close + 2).split(' ');
   const field = (n: number) => Number(rest[n - 3]);
-  return { pid, ppid: field(4), ticks: field(14) + field(15) + field(16) + field(17) };
+  const self = field(14) + field(15);
+  const reaped = field(16) + field(17);
+  return { pid, ppid: field(4), comm: text.slice(text.indexOf('(') + 1, close), self, reaped, ticks: self + reaped };
+}
+
+/** Every process's /proc/<pid>/stat now, by pid. */
+export function processStats(): Map<number, ProcStat> {
+  return new Map(allStats().map((s) => [s.pid, s]));
 }
 
 function allStats(): ProcStat[] {
@@ -73,14 +87,8 @@ export function childrenNamed(ppid: number, comm: string): number[] {
   const found: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    try {
-      const text = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const own = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
-      const stat = readStat(Number(name));
-      if (own === comm && stat?.ppid === ppid) found.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
+    const stat = readStat(Number(name));
+    if (stat?.comm === comm && stat.ppid === ppid) found.push(stat.pid);
   }
   return found;
 }

@@ -6,28 +6,27 @@
 // answers come in order. The edge's own speech and barge-in are tested in
 // test/mediaEdge/converseTurn.test.ts and end to end in test/e2e/converseCall.test.ts.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
-import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
-import { insertScript } from '../../src/db/repositories/scripts.js';
-import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
+import type { ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
 import { ChatCompletionsClient } from '../../src/llm/chatCompletions.js';
 import { checkJson } from '../../src/llm/jsonSchema.js';
 import { runConverseTurn } from '../../src/mediaEdge/conversation/converseTurn.js';
+import { EarlyModelTurns } from '../../src/mediaEdge/conversation/earlyModelTurns.js';
 import { callResultView } from '../../src/services/callViews.js';
-import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
-import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
+import type { CallServiceDeps } from '../../src/services/calls.js';
+import { callWorkflowId } from '../../workflows/contracts.js';
 import type { ConverseTurnInput, MediaEdgeConverseActivities } from '../../workflows/converseContracts.js';
 import { createTestTeam } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, startCallWorkerEnv, type CallWorkerEnv } from '../support/calls.js';
+import { callRow, callTestConfig } from '../support/calls.js';
+import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
 import { startFakeChatCompletions, type FakeChatCompletions, type FakeChatRequest, type FakeReply } from '../support/fakeChatCompletions.js';
+import { storeCheckedScript } from '../support/scripts.js';
+import { answerOnEdge, scheduleWebCall, startStandInEdge, type StandInEdge } from '../support/standInEdge.js';
 
 const API_KEY = 'sk-test-converse-0123456789';
-let calls: CallWorkerEnv;
 let env: TestWorkflowEnvironment;
 let pool: Pool;
 let plain: Client;
@@ -35,13 +34,9 @@ let deps: CallServiceDeps;
 let fake: FakeChatCompletions;
 /** What the fake model answers next, per call (the call id is in the system prompt). */
 const replies = new Map<string, Array<FakeReply | ((request: FakeChatRequest) => FakeReply)>>();
-const config = callTestConfig({ SIMULATOR_CALL_SECONDS: '1' });
+const calls = callWorkflowEnv(callTestConfig({ SIMULATOR_CALL_SECONDS: '1' }), (started) => ({ env, pool, plain, deps } = started));
 
 before(async () => {
-  calls = await startCallWorkerEnv(config);
-  ({ env, pool } = calls);
-  plain = new Client({ connection: env.connection, namespace: env.namespace });
-  deps = { pool, temporal: env.client, config };
   fake = await startFakeChatCompletions({
     apiKey: API_KEY,
     reply: (request) => {
@@ -56,43 +51,29 @@ before(async () => {
 
 after(async () => {
   await fake?.close();
-  await calls?.stop();
 });
 
-interface StandIn {
-  taskQueue: string;
-  turns: ConverseTurnInput[];
-  said: string[];
-  hangUps: number;
-  stop(): Promise<void>;
-}
+type StandIn = StandInEdge<{ turns: ConverseTurnInput[]; askedEarly: number }>;
 
-/** A stand-in edge: converseTurn is the edge's real turn over a caller who answers `callerLines` in order (silence after). */
-async function startStandInEdge(callerLines: string[], model: ChatCompletionsClient | null = modelClient()): Promise<StandIn> {
+/**
+ * A stand-in edge: converseTurn is the edge's real turn over a caller who answers `callerLines` in
+ * order (silence after), with the edge's early answers: a turn whose request differs from what the
+ * edge asked early shows as a model request more.
+ */
+async function startConverseEdge(callerLines: string[], model: ChatCompletionsClient | null = modelClient()): Promise<StandIn> {
   const llm = model ?? undefined;
-  const taskQueue = mediaEdgeTaskQueue(`test-${randomUUID()}`);
-  const state = { turns: [] as ConverseTurnInput[], said: [] as string[], hangUps: 0 };
   const lines = [...callerLines];
-  const activities: MediaEdgeActivities & MediaEdgeConverseActivities = {
-    async speakToCaller({ text }) {
-      state.said.push(text);
-      return { playedMs: text.length * 60, interrupted: false };
-    },
-    async askCaller() {
-      return { kind: 'silence' };
-    },
-    async hangUpCaller() {
-      state.hangUps++;
-    },
+  const earlyTurns = new EarlyModelTurns();
+  return startStandInEdge(env, { turns: [] as ConverseTurnInput[], askedEarly: 0 }, (state): MediaEdgeConverseActivities => ({
     async converseTurn(input) {
       state.turns.push(input);
-      return runConverseTurn(
-        { llm, checkArguments: (schema, value) => { const c = checkJson(schema, value); return c.ok ? undefined : c.message; }, retryDelayMs: 10 },
+      const result = await runConverseTurn(
+        { llm, checkArguments: (schema, value) => { const c = checkJson(schema, value); return c.ok ? undefined : c.message; }, retryDelayMs: 10, earlyTurns },
         {
           async speakSentences(source) {
             const heard: string[] = [];
             for (let s = await source.next(); s !== undefined; s = await source.next()) heard.push(s);
-            if (heard.length) state.said.push(heard.join(' '));
+            if (heard.length) state.spoken.push(heard.join(' '));
             return { said: heard.join(' '), interrupted: false };
           },
           async listen() {
@@ -103,17 +84,10 @@ async function startStandInEdge(callerLines: string[], model: ChatCompletionsCli
         input,
         new AbortController().signal,
       );
+      if (result.timings?.askedEarlyMs !== undefined) state.askedEarly++;
+      return result;
     },
-  };
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, activities });
-  const running = worker.run();
-  return Object.assign(state, {
-    taskQueue,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-    },
-  });
+  }));
 }
 
 function modelClient(): ChatCompletionsClient {
@@ -169,25 +143,20 @@ function bookingScript(extra: { maxTurns?: number; onError?: boolean; onMaxTurns
 /** A web call of a new team answered on `edge`; the fake answers it with `script` in order. */
 async function converseCall(definition: ScriptDefinitionInput, edge: StandIn, script: Array<FakeReply | ((request: FakeChatRequest) => FakeReply)>): Promise<string> {
   const team = await createTestTeam(pool);
-  const parsed = parseScriptDefinition(definition);
-  assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
-  const scriptId = (await insertScript(pool, { teamId: team.teamId, name: parsed.script.name, definition: parsed.script })).id;
-  const contact = await getOrCreateSharedWebContact(pool, team.teamId);
-  await pool.query(`UPDATE contacts SET first_name = 'Ada' WHERE id = $1`, [contact.id]);
-  const call = await scheduleCall(deps, { teamId: team.teamId, scriptId, contact: { id: contact.id }, type: 'web' });
-  replies.set(call.callId, [...script]);
-  await env.client.workflow.getHandle(callWorkflowId(call.callId)).signal(callEventSignal, { type: 'answered', event_id: `answered-${call.callId}`, media_task_queue: edge.taskQueue });
-  return call.callId;
+  const callId = await scheduleWebCall(deps, team.teamId, await storeCheckedScript(pool, team.teamId, definition), 'Ada');
+  replies.set(callId, [...script]);
+  await answerOnEdge(env, callId, edge);
+  return callId;
 }
 
-const result = (callId: string) => callResultOrStuck(pool, plain, callId, 60_000);
+const result = (callId: string) => calls.result(callId, 60_000);
 const transcript = async (callId: string) => (await callRow(pool, callId)).conversation.map((t) => `${t.role}: ${t.text}`);
 const requestsOf = (callId: string) => fake.requests.filter((r) => String(r.body.messages[0]?.content ?? '').includes(callId));
 const notesOf = async (callId: string, kind: string) => (await callRow(pool, callId)).system_notes.filter((n) => n.kind === kind);
 
 describe('the converse step', { concurrency: true }, () => {
   test('the model talks turn by turn, books through a tool, and the script goes on at its next', async () => {
-    const edge = await startStandInEdge(['Monday morning would be good.', 'Ten o clock please.']);
+    const edge = await startConverseEdge(['Monday morning would be good.', 'Ten o clock please.']);
     try {
       const callId = await converseCall(bookingScript(), edge, [
         { text: 'Monday works. What time suits you?' },
@@ -239,13 +208,16 @@ describe('the converse step', { concurrency: true }, () => {
         assert.equal(t.retryPolicy?.maximumAttempts, 1);
       }
       assert.deepEqual(edge.turns.map((t) => t.turn), [0, 1, 2]);
+      // Both model turns were asked by the edge as soon as the caller had answered, with what the workflow then asked (else a request more above).
+      assert.equal(edge.askedEarly, 2, 'both model turns took the answer asked early');
+      assert.deepEqual(edge.turns[0].next?.messages?.map((m) => m.role), ['system'], "the first line's next turn: the conversation before it");
     } finally {
       await edge.stop();
     }
   });
 
   test('an invalid tool call is answered back once as a tool error; the corrected call goes on', async () => {
-    const edge = await startStandInEdge(['Tuesday at nine.']);
+    const edge = await startConverseEdge(['Tuesday at nine.']);
     try {
       const callId = await converseCall(bookingScript(), edge, [
         { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Tuesday","time":"nine"}' }] },
@@ -268,7 +240,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test('a second invalid call (malformed JSON) goes to on_error', async () => {
-    const edge = await startStandInEdge(['Tuesday at nine.']);
+    const edge = await startConverseEdge(['Tuesday at nine.']);
     try {
       const callId = await converseCall(bookingScript({ onError: true }), edge, [
         { toolCalls: [{ name: 'book_appointment', arguments: '{"day":"Tuesday"' }] },
@@ -284,7 +256,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test('max_turns without a tool call goes to on_max_turns', async () => {
-    const edge = await startStandInEdge(['Hmm.', 'Let me think.', 'Not sure.']);
+    const edge = await startConverseEdge(['Hmm.', 'Let me think.', 'Not sure.']);
     try {
       const callId = await converseCall(bookingScript({ maxTurns: 2, onMaxTurns: true }), edge, [{ text: 'Which day suits you?' }, { text: 'Any day this week?' }, { text: 'never asked' }]);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
@@ -298,7 +270,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test("the script's model_limits cap the call's tokens: past the cap, on_max_turns", async () => {
-    const edge = await startStandInEdge(['Hmm.', 'Let me think.']);
+    const edge = await startConverseEdge(['Hmm.', 'Let me think.']);
     try {
       const callId = await converseCall(bookingScript({ onMaxTurns: true, modelLimits: { tokens_per_call: 100 } }), edge, [
         { text: 'Which day suits you? '.repeat(20).trim() },
@@ -316,7 +288,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test("the model service failing (500, retried once) goes to on_error; what was said before stays", async () => {
-    const edge = await startStandInEdge(['Monday.']);
+    const edge = await startConverseEdge(['Monday.']);
     try {
       const callId = await converseCall(bookingScript({ onError: true }), edge, [{ text: 'Monday is fine.' }, { status: 500 }, { status: 500 }]);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
@@ -331,7 +303,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test('a stream cut mid-sentence without on_error: the words spoken stay, the call ends failed / provider_error with a System Note', async () => {
-    const edge = await startStandInEdge([]);
+    const edge = await startConverseEdge([]);
     try {
       const callId = await converseCall(bookingScript(), edge, [{ text: 'Thanks for calling. We have Monday and Tuesday open.', cutAfterTokens: 5 }]);
       assert.deepEqual(await result(callId), { callId, status: 'failed', endReason: 'provider_error' });
@@ -346,7 +318,7 @@ describe('the converse step', { concurrency: true }, () => {
   });
 
   test('no model configured on the edge: the step goes to on_error, with a System Note saying so', async () => {
-    const edge = await startStandInEdge([], null);
+    const edge = await startConverseEdge([], null);
     try {
       const callId = await converseCall(bookingScript({ onError: true }), edge, []);
       assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });

@@ -17,9 +17,12 @@ export interface BenchApi {
   base: string;
 }
 
-/** The API with every route, silent, on a free port. */
-export async function startBenchApi(config: Config, pool: Pool, temporal: Client): Promise<BenchApi> {
-  const api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes() });
+/**
+ * The API with every route, silent, on a free port; with `liveTaskQueue`, it starts browser
+ * and inbound calls on that queue, as `npm start` does (docs/calls.md, "Task queues").
+ */
+export async function startBenchApi(config: Config, pool: Pool, temporal: Client, opts: { liveTaskQueue?: string } = {}): Promise<BenchApi> {
+  const api = await startApi({ config, pool, temporal, logger: createLogger('silent'), port: 0, routes: allRoutes(), liveTaskQueue: opts.liveTaskQueue });
   const port = (api.server.address() as AddressInfo).port;
   return { api, port, base: `http://127.0.0.1:${port}` };
 }

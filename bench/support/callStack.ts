@@ -1,6 +1,10 @@
 // The service a calls benchmark drives (bench/sipCalls.ts, bench/voiceTurns.ts): its database,
-// Temporal, the real API and the call worker with every real activity, in this process. The
-// bench then starts the media edge its own way (its trunk, clock, speech engines).
+// Temporal, the real API and the call workers with every real activity, in this process, on
+// the queues `npm start` uses (docs/calls.md, "Task queues"): the API starts browser and
+// inbound calls on the live-call queue, a worker polls it beside the main queue's, and the
+// admission pacer (holding on that queue's backlog) admits due calls, so a campaign burst run
+// beside the bench delays its calls as it would the service's. The bench then starts the
+// media edge its own way (its trunk, clock, speech engines).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -9,7 +13,8 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createRecordingStore, type RecordingStore } from '../../src/recordings/index.js';
-import { createWorker, installTemporalRuntime } from '../../src/temporal/worker.js';
+import { startAdmissionPacer } from '../../src/services/admissionPacer.js';
+import { createWorker, installTemporalRuntime, liveCallTaskQueue, workflowBacklog } from '../../src/temporal/worker.js';
 import { startBenchApi, type BenchApi } from './api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, type BenchTemporal } from './environment.js';
 
@@ -29,7 +34,8 @@ export interface BenchCallStack {
 
 /**
  * Starts the database (DATABASE_URL, else an embedded Postgres), Temporal (TEMPORAL_ADDRESS,
- * else a dev server), the API and a call worker on the task queue `<name>-<pid>`, with
+ * else a dev server), the API and the call workers on the task queue `<name>-<pid>` and its
+ * live-call queue, and the admission pacer, with
  * `settings` over the bench's own (the API's, local recordings, the edge's secret).
  */
 export async function startBenchCallStack(name: string, settings: Record<string, string> = {}): Promise<BenchCallStack> {
@@ -48,16 +54,20 @@ export async function startBenchCallStack(name: string, settings: Record<string,
     ...settings,
   });
   const recordings = createRecordingStore(config);
-  const api = await startBenchApi(config, pool, temporal.client);
+  const live = liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE);
+  const api = await startBenchApi(config, pool, temporal.client, { liveTaskQueue: live });
   const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
   const connection = await NativeConnection.connect({ address });
-  const worker: Worker = await createWorker({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings },
+  // As startServiceWorker's, without the calls reconciler and the webhook sweeper: their
+  // workflow ids are fixed, and a bench's would outlive it on a shared TEMPORAL_ADDRESS.
+  const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live };
+  const queue = { connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, deps };
+  const workers: Worker[] = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live })];
+  const workerRuns = Promise.all(workers.map((w) => w.run()));
+  const pacer = startAdmissionPacer(deps, {
+    ratePerSecond: config.ADMISSION_RATE_PER_SECOND,
+    liveBacklog: () => workflowBacklog(temporal.client, config.TEMPORAL_NAMESPACE, live),
   });
-  const workerRun = worker.run();
   return {
     dir,
     pool,
@@ -67,8 +77,9 @@ export async function startBenchCallStack(name: string, settings: Record<string,
     api,
     recordings,
     async stop() {
-      worker.shutdown();
-      await workerRun;
+      await pacer.stop();
+      for (const w of workers) w.shutdown();
+      await workerRuns;
       await connection.close();
       await api.api.close();
       await pool.end();

@@ -22,27 +22,23 @@
 //
 // Knobs (environment): BENCH_CALLS (default "1,5,10"), BENCH_MIN_TURNS (model turns per level
 // at least, default 20), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
-import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
-import OpusScript from 'opusscript';
 import { insertScript } from '../src/db/repositories/scripts.js';
 import { ChatCompletionsClient } from '../src/llm/chatCompletions.js';
 import { freePort } from '../src/localPorts.js';
 import { createLogger } from '../src/logging/logger.js';
-import { resample } from '../src/mediaEdge/audio/resample.js';
 import type { ConversationEngine, TurnLatency } from '../src/mediaEdge/conversation/engine.js';
 import { loadMediaEdgeConfig } from '../src/mediaEdge/server.js';
 import { createSpeechEngines } from '../src/mediaEdge/speech/speechEngines.js';
 import { startVoiceEdge } from '../src/mediaEdge/voiceEdge.js';
 import { callWorkflowId } from '../workflows/contracts.js';
 import type { ConverseTurnResult } from '../workflows/converseContracts.js';
-import { SipTestClient } from '../test/support/sipClient.js';
-import { spoken } from '../test/support/spokenAudio.js';
-import { BrowserPeer } from '../test/support/webrtcPeer.js';
+import { opusSilence, spokenOpus } from '../test/support/spokenOpus.js';
 import { startFakeChatCompletions } from '../test/support/fakeChatCompletions.js';
 import { insertTeamWithKey, jsonRequester } from './support/api.js';
+import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
 import { treeCpuSeconds } from './support/processCpu.js';
@@ -81,70 +77,11 @@ const CALLER_ANSWERS = ['I would like to come on Monday.', 'In the morning pleas
 type ToChild = { cmd: 'prepare' } | { cmd: 'calls'; calls: CallOrder[] } | { cmd: 'stop' };
 type ToParent = { event: 'prepared'; baseUrl: string } | { event: 'done'; results: CallerResult[] } | { event: 'error'; message: string };
 
-interface CallOrder {
-  sessionId: string;
-  startDelayMs: number;
-  bootstrap: { ws_url: string; target: string; headers: Record<string, string> };
-}
-interface CallerResult {
-  sessionId: string;
-  seconds: number;
-  error?: string;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 // ------------------------------------------------------------------ the fake model and the callers (child)
 
 async function child(): Promise<void> {
   const send = (m: ToParent) => process.send?.(m);
-  let answers: Buffer[][] = [];
-  let quiet: Buffer = Buffer.alloc(0);
-  const live = new Set<{ peer: BrowserPeer; speaking: Buffer[] }>();
-  // One 20 ms clock for every caller: each sends its answer's next frame, or silence.
-  const started = performance.now();
-  let ticks = 0;
-  const clock = setInterval(() => {
-    for (const due = Math.floor((performance.now() - started) / 20); ticks < due; ticks++) for (const c of live) c.peer.sendEncoded(c.speaking.shift() ?? quiet);
-  }, 5);
-
-  async function call(order: CallOrder): Promise<CallerResult> {
-    await sleep(order.startDelayMs);
-    const sip = await SipTestClient.connect(order.bootstrap.ws_url);
-    const peer = new BrowserPeer('opus', { decode: false });
-    const caller = { peer, speaking: [] as Buffer[] };
-    let packets = 0;
-    let lastPacketAt = 0;
-    peer.onPacket(() => {
-      packets++;
-      lastPacketAt = performance.now();
-    });
-    let answeredAt = performance.now();
-    try {
-      const dialog = sip.invite({ target: order.bootstrap.target, headers: order.bootstrap.headers, sdp: await peer.offer() });
-      const ok = await sip.answered(dialog, 20_000);
-      if (ok.status !== 200) throw new Error(`INVITE answered ${ok.status}`);
-      answeredAt = performance.now();
-      await peer.accept(ok.body);
-      await peer.connected(20_000);
-      live.add(caller);
-      const bye = sip.waitFor((m) => m.kind === 'request' && m.method === 'BYE', 120_000, 'the agent hanging up');
-      for (const answer of answers) {
-        const before = packets;
-        while (!(packets > before && performance.now() - lastPacketAt >= QUIET_MS)) await sleep(20);
-        caller.speaking = [...answer];
-        while (caller.speaking.length) await sleep(20);
-      }
-      await bye;
-      return { sessionId: order.sessionId, seconds: (performance.now() - answeredAt) / 1000 };
-    } catch (err) {
-      return { sessionId: order.sessionId, seconds: (performance.now() - answeredAt) / 1000, error: String(err) };
-    } finally {
-      live.delete(caller);
-      await peer.close();
-      await sip.close();
-    }
-  }
+  let callers: BrowserCallers | undefined;
 
   process.on('message', (m: ToChild) => {
     void (async () => {
@@ -159,25 +96,15 @@ async function child(): Promise<void> {
           },
         });
         // Encoded once, sent by every caller: the callers spend no CPU encoding.
-        const encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
-        const encode = (pcm48k: Int16Array) => {
-          const frames: Buffer[] = [];
-          for (let at = 0; at < pcm48k.length; at += 960) {
-            const frame = new Int16Array(960);
-            frame.set(pcm48k.subarray(at, Math.min(at + 960, pcm48k.length)));
-            frames.push(Buffer.from(encoder.encode(Buffer.from(frame.buffer), 960)));
-          }
-          return frames;
-        };
-        quiet = encode(new Int16Array(960))[0];
-        answers = [];
-        for (const text of CALLER_ANSWERS) answers.push(encode(resample(await spoken(text), 16_000, 48_000)));
-        encoder.delete();
+        const answers: Buffer[][] = [];
+        for (const text of CALLER_ANSWERS) answers.push(await spokenOpus(text));
+        callers = new BrowserCallers(answers, opusSilence(), QUIET_MS);
         send({ event: 'prepared', baseUrl: fake.baseUrl });
       } else if (m.cmd === 'calls') {
-        send({ event: 'done', results: await Promise.all(m.calls.map(call)) });
+        const run = callers!;
+        send({ event: 'done', results: await Promise.all(m.calls.map((order) => run.call(order))) });
       } else {
-        clearInterval(clock);
+        callers?.stop();
         process.exit(0);
       }
     })().catch((err: unknown) => send({ event: 'error', message: (err as Error).stack ?? String(err) }));
@@ -186,20 +113,6 @@ async function child(): Promise<void> {
 
 // ------------------------------------------------------------------ the service (parent)
 
-function ask(worker: ChildProcess, message: ToChild, answer: ToParent['event']): Promise<ToParent> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m: ToParent) => {
-      if (m.event === 'error') reject(new Error(m.message));
-      else if (m.event === answer) resolve(m);
-      else return;
-      worker.off('message', onMessage);
-    };
-    worker.on('message', onMessage);
-    worker.send(message);
-  });
-}
-
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 interface TurnParts {
   total: number;
@@ -251,7 +164,7 @@ async function main(): Promise<void> {
   const minTurns = Number(process.env.BENCH_MIN_TURNS ?? 20);
   // spawns: node
   const worker = fork(fileURLToPath(import.meta.url), ['child'], { stdio: 'inherit' });
-  const { baseUrl } = (await ask(worker, { cmd: 'prepare' }, 'prepared')) as Extract<ToParent, { event: 'prepared' }>;
+  const { baseUrl } = (await askChild<ToChild, ToParent>(worker, { cmd: 'prepare' }, 'prepared')) as Extract<ToParent, { event: 'prepared' }>;
   const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
   const stack = await startBenchCallStack('converse', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench' });
   const { pool, config, temporal, address, api, recordings } = stack;
@@ -285,7 +198,7 @@ async function main(): Promise<void> {
       const s = await request(team.key, 'POST', '/api/v1/create-web-session', { script_id: scriptId });
       orders.push({ sessionId: s.session_id, startDelayMs: Math.round((i * 3000) / n), bootstrap: { ws_url: s.ws_url, target: s.target, headers: s.headers } });
     }
-    const done = (await ask(worker, { cmd: 'calls', calls: orders }, 'done')) as Extract<ToParent, { event: 'done' }>;
+    const done = (await askChild<ToChild, ToParent>(worker, { cmd: 'calls', calls: orders }, 'done')) as Extract<ToParent, { event: 'done' }>;
     const { rows } = await pool.query<{ call_id: string }>('SELECT call_id FROM web_sessions WHERE id = ANY($1) AND call_id IS NOT NULL', [orders.map((o) => o.sessionId)]);
     return { results: done.results, callIds: rows.map((r) => r.call_id) };
   };

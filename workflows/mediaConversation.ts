@@ -167,21 +167,20 @@ function edgeVoice(
   };
 }
 
-/** Why an edge activity failed, in terms of the call: the caller left, or the media is gone. */
-export function outcomeOfEdgeFailure(err: unknown): { outcome: ConversationOutcome; note: string } | undefined {
+/**
+ * Why an edge activity failed, in terms of the call: the caller left, or the media is gone.
+ * `cause` says what happened; `note` adds what it does to a call still talking (it ends dropout).
+ */
+export function outcomeOfEdgeFailure(err: unknown): { outcome: ConversationOutcome; cause: string; note: string } | undefined {
   if (!(err instanceof ActivityFailure)) return undefined;
   const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.type === CALLER_HUNG_UP) return { outcome: CALLER_HANGUP_OUTCOME, note: '' };
-  if (cause instanceof ApplicationFailure && cause.type === CALL_MEDIA_LOST) {
-    return { outcome: MEDIA_LOST_OUTCOME, note: `The call's media was lost (${cause.message}); the call ended as dropout.` };
-  }
-  if (cause instanceof TimeoutFailure) {
-    return {
-      outcome: MEDIA_LOST_OUTCOME,
-      note: `The media edge holding the call stopped answering (${err.activityType} ${cause.timeoutType === 'SCHEDULE_TO_START' ? 'was never picked up' : `timed out: ${cause.timeoutType ?? 'unknown'}`}); the call ended as dropout.`,
-    };
-  }
-  return { outcome: MEDIA_LOST_OUTCOME, note: `The media edge failed during ${err.activityType}: ${cause?.message ?? err.message}; the call ended as dropout.` };
+  if (cause instanceof ApplicationFailure && cause.type === CALLER_HUNG_UP) return { outcome: CALLER_HANGUP_OUTCOME, cause: '', note: '' };
+  let what: string;
+  if (cause instanceof ApplicationFailure && cause.type === CALL_MEDIA_LOST) what = `The call's media was lost (${cause.message})`;
+  else if (cause instanceof TimeoutFailure) {
+    what = `The media edge holding the call stopped answering (${err.activityType} ${cause.timeoutType === 'SCHEDULE_TO_START' ? 'was never picked up' : `timed out: ${cause.timeoutType ?? 'unknown'}`})`;
+  } else what = `The media edge failed during ${err.activityType}: ${cause?.message ?? err.message}`;
+  return { outcome: MEDIA_LOST_OUTCOME, cause: what, note: `${what}; the call ended as dropout.` };
 }
 
 /** Patch id: transcript and note writes go behind the conversation (older histories replay awaiting each). */
@@ -285,10 +284,11 @@ export async function runMediaConversation(ctx: CallContext, taskQueue: string):
     await edge.hangUpCaller({ callId: ctx.input.callId });
   } catch (err) {
     const failure = outcomeOfEdgeFailure(err);
-    if (failure && failure.outcome !== CALLER_HANGUP_OUTCOME) hangUpFailure = failure.note;
+    // The script is over, so the call keeps its end: the note says why the line was not closed, not "dropout".
+    if (failure && failure.outcome !== CALLER_HANGUP_OUTCOME) hangUpFailure = failure.cause;
   }
   await writes.flushed();
-  if (hangUpFailure) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${hangUpFailure}`)]);
+  if (hangUpFailure) await ctx.appendSystemNotes([note(`The agent's hang-up did not reach the caller: ${hangUpFailure}; the script had already run to its end.`)]);
   // The script could not run to its end (docs/calls.md: provider_error); a script_error System Note says why.
   if (!first.run.completed) return { status: 'failed', endReason: 'provider_error' };
   // A transfer step handed the caller to a person (REFER taken, or the bridge over): docs/calls.md.

@@ -263,6 +263,28 @@ describe('a call on the media edge: the workflow runs the script through the edg
     }
   });
 
+  test('the media lost at the hang-up, after the script ran to its end: the call stays completed, and its note says so (not dropout)', async () => {
+    const team = await createTestTeam(pool);
+    const edge = await startStandInEdge(env, {}, () => ({
+      async askCaller(input: AskCallerInput): Promise<AskCallerResult> {
+        return { kind: 'utterance', text: input.hint?.expect === 'digits' ? 'one nine eight five zero four zero three' : 'yes', recognitionMs: 0 };
+      },
+      async hangUpCaller() {
+        throw ApplicationFailure.nonRetryable('the edge went away', CALL_MEDIA_LOST);
+      },
+    }));
+    try {
+      const callId = await webCall(team);
+      await answer(callId, edge.taskQueue);
+      assert.deepEqual(await result(callId), { callId, status: 'completed', endReason: 'agent_hangup' });
+      const note = (await callRow(pool, callId)).system_notes.find((n) => n.kind === 'media');
+      assert.match(note?.text ?? '', /^The agent's hang-up did not reach the caller: The call's media was lost \(the edge went away\); the script had already run to its end\.$/);
+      assert.doesNotMatch(note?.text ?? '', /dropout/, 'a completed call is not said to be a dropout');
+    } finally {
+      await edge.stop();
+    }
+  });
+
   test('an edge that is gone (nobody polls its queue) ends the call dropout, never stuck in-progress', async () => {
     const team = await createTestTeam(pool);
     const edge = await startCallerEdge([]);

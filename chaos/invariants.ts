@@ -38,7 +38,20 @@ interface CallRow {
   to_number: string | null;
   end_time: Date | null;
   late_seconds: number | null;
-  system_notes: unknown[];
+  system_notes: Array<{ kind?: string; text?: string }>;
+}
+
+/**
+ * What is wrong with how a browser call ended whose media edge was killed while it was live, if
+ * anything: it ends dropout with a System Note, or, when its script had already run to its end
+ * (only the agent's hang-up was left), completed with a note that the hang-up did not reach.
+ */
+export function endAfterEdgeKilled(c: Pick<CallRow, 'id' | 'status' | 'system_notes'>): string | undefined {
+  const notes = c.system_notes ?? [];
+  if (c.status === 'completed' && notes.some((n) => n.kind === 'media' && /hang-up did not reach/.test(n.text ?? ''))) return undefined;
+  if (c.status !== 'dropout') return `browser call ${c.id} whose edge was killed ended ${c.status}`;
+  if (notes.length === 0) return `browser call ${c.id} ended dropout without a System Note`;
+  return undefined;
 }
 
 export async function checkInvariants(pool: Pool, temporal: Client, teamIds: string[], ledger: Ledger, cluster: Cluster, faults: FaultInjector): Promise<{ results: InvariantResult[]; maxEndSeconds: number }> {
@@ -100,9 +113,8 @@ export async function checkInvariants(pool: Pool, temporal: Client, teamIds: str
       if (!b.edgeKilled || !b.callId) continue;
       killed += 1;
       const c = byId.get(b.callId);
-      if (!c) broken.push(`browser call ${b.callId} has no row`);
-      else if (c.status !== 'dropout') broken.push(`browser call ${c.id} whose edge was killed ended ${c.status}`);
-      else if (!c.system_notes?.length) broken.push(`browser call ${c.id} ended dropout without a System Note`);
+      const why = c ? endAfterEdgeKilled(c) : `browser call ${b.callId} has no row`;
+      if (why) broken.push(why);
     }
     const outcomes = new Map<string, number>();
     for (const b of ledger.browserCalls) {

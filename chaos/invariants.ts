@@ -35,6 +35,7 @@ interface CallRow {
   id: string;
   type: string;
   status: string;
+  end_reason: string | null;
   to_number: string | null;
   end_time: Date | null;
   late_seconds: number | null;
@@ -44,10 +45,13 @@ interface CallRow {
 /**
  * What is wrong with how a browser call ended whose media edge was killed while it was live, if
  * anything: it ends dropout with a System Note, or, when its script had already run to its end
- * (only the agent's hang-up was left), completed with a note that the hang-up did not reach.
+ * (only the agent's hang-up was left), completed with a note that the hang-up did not reach, or,
+ * when the edge died before the call connected (the caller dialled, no media yet), failed /
+ * not_connected, as any web call the edge never answers.
  */
-export function endAfterEdgeKilled(c: Pick<CallRow, 'id' | 'status' | 'system_notes'>): string | undefined {
+export function endAfterEdgeKilled(c: Pick<CallRow, 'id' | 'status' | 'system_notes'> & Partial<Pick<CallRow, 'end_reason'>>): string | undefined {
   const notes = c.system_notes ?? [];
+  if (c.status === 'failed' && c.end_reason === 'not_connected') return undefined;
   if (c.status === 'completed' && notes.some((n) => n.kind === 'media' && /hang-up did not reach/.test(n.text ?? ''))) return undefined;
   if (c.status !== 'dropout') return `browser call ${c.id} whose edge was killed ended ${c.status}`;
   if (notes.length === 0) return `browser call ${c.id} ended dropout without a System Note`;
@@ -57,7 +61,7 @@ export function endAfterEdgeKilled(c: Pick<CallRow, 'id' | 'status' | 'system_no
 export async function checkInvariants(pool: Pool, temporal: Client, teamIds: string[], ledger: Ledger, cluster: Cluster, faults: FaultInjector): Promise<{ results: InvariantResult[]; maxEndSeconds: number }> {
   const results: InvariantResult[] = [];
   const { rows: calls } = await pool.query<CallRow>(
-    `SELECT id, type, status, to_number, end_time, system_notes,
+    `SELECT id, type, status, end_reason, to_number, end_time, system_notes,
             extract(epoch FROM end_time - greatest(scheduled_time, created_at))::float AS late_seconds
        FROM calls WHERE team_id = ANY($1)`,
     [teamIds],

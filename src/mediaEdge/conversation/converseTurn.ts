@@ -124,23 +124,27 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
   const listen = (stop: AbortSignal, agentSpeaking: Promise<unknown>) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop, noSpeechTimerAfter: agentSpeaking }).then(keepNotes);
   const heardOf = (h: Awaited<ReturnType<typeof listen>>): ConverseTurnResult['heard'] =>
     h.kind === 'utterance' ? { kind: 'utterance', text: h.text, ...(h.keyed ? { keyed: true } : {}) } : { kind: 'silence' };
+  // Listening from the start, as an ask does while its prompt plays: the recogniser is ready
+  // (pocketsphinx's model loaded) when the caller speaks, and a barge-in's words are the answer.
+  // The caller's time to start counts once the agent has stopped; a model may still be finishing.
+  const speakWhileListening = async (source: SentenceSource) => {
+    const stopListening = new AbortController();
+    const speaking = voice.speakSentences(source, { signal });
+    const listening = listen(AbortSignal.any([signal, stopListening.signal]), speaking);
+    listening.catch(() => undefined);
+    try {
+      return { spoken: keepNotes(await speaking), listening, stopListening: (reason: Error) => stopListening.abort(reason) };
+    } catch (err) {
+      stopListening.abort(err);
+      throw err;
+    }
+  };
 
   if (input.say !== undefined) {
     const line = new SentenceQueue();
     line.push(input.say);
     line.end();
-    // Listening (the recogniser loading) while the line plays, as an ask does; a barge-in's words are the answer.
-    const stopListening = new AbortController();
-    const speaking = voice.speakSentences(line, { signal });
-    const listening = listen(AbortSignal.any([signal, stopListening.signal]), speaking);
-    listening.catch(() => undefined);
-    let spoken: Awaited<typeof speaking>;
-    try {
-      spoken = keepNotes(await speaking);
-    } catch (err) {
-      stopListening.abort(err);
-      throw err;
-    }
+    const { spoken, listening } = await speakWhileListening(line);
     const heard = heardOf(await listening);
     // The workflow adds the line to the conversation only when some of it was said.
     askNextEarly(deps, voice, input, spoken.said ? [{ role: 'assistant', content: spoken.said }] : [], heard, NO_USAGE);
@@ -193,45 +197,26 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
   );
   void answer.then(() => queue.end());
   try {
-    // Listening from the start, as an ask does while its prompt plays: the recogniser is ready
-    // (pocketsphinx's model loaded) when the caller speaks, and a barge-in's words are the answer.
-    // The caller's time to start counts once the agent has stopped; the model may still be finishing.
-    const stopListening = new AbortController();
-    const onCallAbort = () => stopListening.abort(signal.reason);
-    signal.addEventListener('abort', onCallAbort);
-    const speaking = voice.speakSentences(queue, { signal });
-    const listening = listen(stopListening.signal, speaking);
-    listening.catch(() => undefined);
-    try {
-      let spoken: Awaited<typeof speaking>;
-      try {
-        spoken = keepNotes(await speaking);
-      } catch (err) {
-        stopListening.abort(err);
-        throw err;
-      }
-      const settled = await answer;
-      if (spoken.firstFrameAt !== undefined) timings.firstAudioMs = Math.round(spoken.firstFrameAt - started);
-      const base = { said: spoken.said, interrupted: spoken.interrupted, timings };
-      if ('err' in settled) {
-        stopListening.abort(new Error('the model failed'));
-        await listening.catch(() => undefined);
-        if (signal.aborted) throw settled.err;
-        return finish({ ...base, outcome: 'model_error', content: '', toolCalls: [], usage: NO_USAGE, error: errorOf(settled.err) });
-      }
-      const { completion } = settled;
-      const usage = { prompt_tokens: completion.usage.promptTokens, completion_tokens: completion.usage.completionTokens, total_tokens: completion.usage.totalTokens };
-      if (completion.toolCalls.length) {
-        stopListening.abort(new Error('the model called a tool'));
-        await listening.catch(() => undefined);
-        return finish({ ...base, outcome: 'tool_calls', content: completion.content, toolCalls: checkToolCalls(completion.toolCalls, input.tools, deps.checkArguments), usage });
-      }
-      const heard = heardOf(await listening);
-      askNextEarly(deps, voice, input, [{ role: 'assistant', content: spoken.said }], heard, usage);
-      return finish({ ...base, outcome: 'answered', content: completion.content, toolCalls: [], usage, heard });
-    } finally {
-      signal.removeEventListener('abort', onCallAbort);
+    const { spoken, listening, stopListening } = await speakWhileListening(queue);
+    const settled = await answer;
+    if (spoken.firstFrameAt !== undefined) timings.firstAudioMs = Math.round(spoken.firstFrameAt - started);
+    const base = { said: spoken.said, interrupted: spoken.interrupted, timings };
+    if ('err' in settled) {
+      stopListening(new Error('the model failed'));
+      await listening.catch(() => undefined);
+      if (signal.aborted) throw settled.err;
+      return finish({ ...base, outcome: 'model_error', content: '', toolCalls: [], usage: NO_USAGE, error: errorOf(settled.err) });
     }
+    const { completion } = settled;
+    const usage = { prompt_tokens: completion.usage.promptTokens, completion_tokens: completion.usage.completionTokens, total_tokens: completion.usage.totalTokens };
+    if (completion.toolCalls.length) {
+      stopListening(new Error('the model called a tool'));
+      await listening.catch(() => undefined);
+      return finish({ ...base, outcome: 'tool_calls', content: completion.content, toolCalls: checkToolCalls(completion.toolCalls, input.tools, deps.checkArguments), usage });
+    }
+    const heard = heardOf(await listening);
+    askNextEarly(deps, voice, input, [{ role: 'assistant', content: spoken.said }], heard, usage);
+    return finish({ ...base, outcome: 'answered', content: completion.content, toolCalls: [], usage, heard });
   } catch (err) {
     model.abort(err);
     throw err;

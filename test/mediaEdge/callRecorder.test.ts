@@ -188,6 +188,32 @@ describe('call recorder', () => {
     assert.deepEqual(loudWindows(right).map((t) => Math.round(t * 1000)), [200, 220, 800]);
   });
 
+  test('every sample comes out exactly as it went in, each party on its side, across the one-second batches', async () => {
+    const channel = new FakeChannel();
+    let now = 0;
+    const key = recordingKey(randomUUID(), randomUUID());
+    const recorder = CallRecorder.start(channel, { store, key, clock: () => now, spoolDir });
+    // 1.5 s back to back on both sides: a distinct value per sample, negative ones and the extremes included.
+    const value = (side: number, n: number) => (n === 7 ? -32768 : n === 9 ? 32767 : ((n * 37 + side * 1001) % 65536) - 32768);
+    for (let f = 0; f < 75; f++) {
+      now = f * FRAME_MS;
+      const caller = new Int16Array(FRAME_SAMPLES);
+      const agent = new Int16Array(FRAME_SAMPLES);
+      for (let i = 0; i < FRAME_SAMPLES; i++) {
+        caller[i] = value(0, f * FRAME_SAMPLES + i);
+        agent[i] = value(1, f * FRAME_SAMPLES + i);
+      }
+      channel.caller(caller);
+      channel.agent(agent);
+    }
+    now = 1500;
+    await recorder.finish();
+    const { left, right, seconds } = split(await stored(key));
+    assert.equal(seconds, 1.5);
+    const wrong = [...left.keys()].filter((n) => left[n] !== value(0, n) || right[n] !== value(1, n));
+    assert.deepEqual(wrong.slice(0, 5), [], 'samples differing from what each party sent');
+  });
+
   test('at most maxDurationMs is kept: later frames are dropped and the result says truncated', async () => {
     const channel = new FakeChannel();
     let now = 0;

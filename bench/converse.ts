@@ -41,7 +41,7 @@ import { insertTeamWithKey, jsonRequester } from './support/api.js';
 import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
-import { treeCpuSeconds } from './support/processCpu.js';
+import { serviceTicksByPart, TICKS_PER_SECOND } from './support/processCpu.js';
 import { median, out, quantile } from './support/stats.js';
 
 const FIRST_TOKEN_MS = 300;
@@ -188,10 +188,9 @@ async function main(): Promise<void> {
   await pool.query('UPDATE teams SET max_concurrent = 1000 WHERE id = $1', [team.id]);
   const { id: scriptId } = await insertScript(pool, { teamId: team.id, name: SCRIPT.name, definition: SCRIPT });
   const request = jsonRequester(api.base);
-  const serviceCpu = () => {
-    const t = treeCpuSeconds({ all: process.pid, callers: worker.pid! });
-    return t.all - t.callers;
-  };
+  /** The service's CPU seconds by part (the callers' process left out). */
+  const serviceCpu = () => Object.fromEntries(Object.entries(serviceTicksByPart(worker.pid)).map(([part, ticks]) => [part, ticks / TICKS_PER_SECOND]));
+  const sum = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
   const runCalls = async (n: number) => {
     const orders: CallOrder[] = [];
     for (let i = 0; i < n; i++) {
@@ -205,9 +204,9 @@ async function main(): Promise<void> {
 
   try {
     await runCalls(1); // warm-up: the JIT, the first handshakes, the engines' first runs
-    const idleBefore = serviceCpu();
+    const idleBefore = sum(serviceCpu());
     await sleep(5_000);
-    const idlePerSecond = (serviceCpu() - idleBefore) / 5;
+    const idlePerSecond = (sum(serviceCpu()) - idleBefore) / 5;
     out(`converse turns: the fake model at first token ${FIRST_TOKEN_MS} ms, ${TOKENS_PER_SECOND} tokens/s; Festival + pocketsphinx, Opus; ${MODEL_ANSWERS.length} spoken model turns per call; service idle ${(idlePerSecond * 1000).toFixed(0)} ms/s; load ${loadAverage()} (a shared machine: other work ran beside it)`);
     const ms = (v: number) => `${Math.round(v)} ms`;
     for (const calls of levels) {
@@ -228,7 +227,13 @@ async function main(): Promise<void> {
       } while (turns.length < minTurns && failed.length === 0);
       clearInterval(loadWatch);
       const seconds = (performance.now() - start) / 1000;
-      const cpuPerCallSecond = Math.max(0, serviceCpu() - cpuBefore - idlePerSecond * seconds) / Math.max(1, callSeconds);
+      const cpuAfter = serviceCpu();
+      const cpuPerCallSecond = Math.max(0, sum(cpuAfter) - sum(cpuBefore) - idlePerSecond * seconds) / Math.max(1, callSeconds);
+      // By part, idle included (the idle service's CPU is nearly all Temporal's and Postgres's polling).
+      const byPart = Object.entries(cpuAfter)
+        .map(([part, after]) => [part, ((after - (cpuBefore[part] ?? 0)) * 1000) / Math.max(1, callSeconds)] as const)
+        .filter(([, ms]) => ms >= 0.5)
+        .sort((a, b) => b[1] - a[1]);
       const totals = turns.map((t) => t.total);
       const part = (key: Exclude<keyof TurnParts, 'askedEarly'>) => `${ms(median(turns.map((t) => t[key])))} (p95 ${ms(quantile(turns.map((t) => t[key]), 0.95))})`;
       const early = turns.flatMap((t) => (t.askedEarly === undefined ? [] : [t.askedEarly]));
@@ -240,7 +245,8 @@ async function main(): Promise<void> {
         out(`  the model asked early (when the caller's answer was recognised) in ${early.length} of ${turns.length} turns${early.length ? `, a median ${ms(median(early))} before the turn began` : ''}`);
       }
       if (failed.length) out(`  failed calls: ${failed.length} (${failed[0]})`);
-      out(`  CPU of the service per call: ${(cpuPerCallSecond * 1000).toFixed(0)} ms per second of call = ${(cpuPerCallSecond * 100).toFixed(1)}% of a core`);
+      out(`  CPU of the service per call: ${(cpuPerCallSecond * 1000).toFixed(0)} ms per second of call = ${(cpuPerCallSecond * 100).toFixed(1)}% of a core (idle subtracted)`);
+      out(`  by process, ms per call-second (idle not subtracted): ${byPart.map(([part, ms]) => `${part} ${ms.toFixed(0)}`).join('; ')}`);
     }
   } finally {
     clearInterval(watchEngines);

@@ -59,7 +59,7 @@ import { insertTeamWithKey, jsonRequester } from './support/api.js';
 import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
-import { processStats, TICKS_PER_SECOND } from './support/processCpu.js';
+import { serviceTicksByPart, TICKS_PER_SECOND } from './support/processCpu.js';
 import { median, out, quantile } from './support/stats.js';
 
 const SCRIPT = ACCOUNT_LINE_SCRIPT;
@@ -115,31 +115,6 @@ async function callers(): Promise<void> {
 }
 
 // ------------------------------------------------------------------ CPU from /proc
-
-/** CPU ticks of the service, by part: this process and its descendants, the callers' subtree excluded. */
-function serviceTicks(exclude: number | undefined): Record<string, number> {
-  const procs = processStats();
-  const children = new Map<number, number[]>();
-  for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
-  const parts: Record<string, number> = {};
-  const add = (part: string, ticks: number) => (parts[part] = (parts[part] ?? 0) + ticks);
-  const root = procs.get(process.pid)!;
-  add('node (API, worker, edge)', root.self);
-  // Ended children of this process: the pocketsphinx runs (and their sh and cat).
-  add('pocketsphinx (ended runs)', root.reaped);
-  const visit = (pid: number, part: string) => {
-    const p = procs.get(pid)!;
-    add(part, p.self + p.reaped);
-    for (const child of children.get(pid) ?? []) visit(child, part);
-  };
-  for (const pid of children.get(process.pid) ?? []) {
-    if (pid === exclude) continue;
-    const comm = procs.get(pid)!.comm;
-    const part = /temporal/.test(comm) ? 'Temporal dev server' : /postgres|su$/.test(comm) ? 'Postgres' : /festival/.test(comm) ? 'festival' : /sh|pocketsphinx|cat/.test(comm) ? 'pocketsphinx (running)' : comm;
-    visit(pid, part);
-  }
-  return parts;
-}
 
 const total = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
 
@@ -309,11 +284,11 @@ async function main(): Promise<void> {
 
     // Warm-up, not counted: the JIT, werift's first handshakes, the recogniser's first runs.
     await runCalls(2);
-    const idleBefore = serviceTicks(child.pid);
+    const idleBefore = serviceTicksByPart(child.pid);
     const idleStart = performance.now();
     await sleep(5_000);
     const idleSeconds = (performance.now() - idleStart) / 1000;
-    const idle = serviceTicks(child.pid);
+    const idle = serviceTicksByPart(child.pid);
     const idleMsPerSecond = ((total(idle) - total(idleBefore)) * (1000 / TICKS_PER_SECOND)) / idleSeconds;
 
     const heardBy = [...new Set(Object.values(speech.recognizers[BAND]))].join(', ');
@@ -326,7 +301,7 @@ async function main(): Promise<void> {
       callersLoopP99.length = 0;
       const loop = monitorEventLoopDelay({ resolution: 5 });
       loop.enable();
-      const before = serviceTicks(child.pid);
+      const before = serviceTicksByPart(child.pid);
       const start = performance.now();
       const loads: number[] = [];
       const loadWatch = setInterval(() => loads.push(Number(loadAverage().split(' ')[0])), 2_000);
@@ -355,7 +330,7 @@ async function main(): Promise<void> {
       level.callersLoopP99 = Math.max(...callersLoopP99);
       level.inbound = { received: inbound.received - level.inbound.received, skipped: inbound.skipped - level.inbound.skipped, underruns: inbound.underruns - level.inbound.underruns };
       level.seconds = (performance.now() - start) / 1000;
-      const after = serviceTicks(child.pid);
+      const after = serviceTicksByPart(child.pid);
       for (const part of Object.keys(after)) level.cpuMsPerSecond[part] = ((after[part] - (before[part] ?? 0)) * (1000 / TICKS_PER_SECOND)) / level.seconds;
       const cpuMs = Object.values(level.cpuMsPerSecond).reduce((a, b) => a + b, 0) * level.seconds;
       level.cpuPerCallSecond = Math.max(0, cpuMs - idleMsPerSecond * level.seconds) / Math.max(1, callSeconds);

@@ -118,3 +118,32 @@ export function treeRssMiB(root: number): number {
   }
   return kib / 1024;
 }
+
+/**
+ * CPU ticks of a bench's service, by part: this process and its descendants, the subtree of
+ * `exclude` (the callers' process) left out. This process's own time is the Node parts (API,
+ * worker, edge); what its ended children left (`reaped`) is the pocketsphinx runs (with their
+ * sh and cat); each live child's subtree is named by its command.
+ */
+export function serviceTicksByPart(exclude: number | undefined): Record<string, number> {
+  const procs = processStats();
+  const children = new Map<number, number[]>();
+  for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const parts: Record<string, number> = {};
+  const add = (part: string, ticks: number) => (parts[part] = (parts[part] ?? 0) + ticks);
+  const root = procs.get(process.pid)!;
+  add('node (API, worker, edge)', root.self);
+  add('pocketsphinx (ended runs)', root.reaped);
+  const visit = (pid: number, part: string) => {
+    const p = procs.get(pid)!;
+    add(part, p.self + p.reaped);
+    for (const child of children.get(pid) ?? []) visit(child, part);
+  };
+  for (const pid of children.get(process.pid) ?? []) {
+    if (pid === exclude) continue;
+    const comm = procs.get(pid)!.comm;
+    const part = /temporal/.test(comm) ? 'Temporal dev server' : /postgres|su$/.test(comm) ? 'Postgres' : /festival/.test(comm) ? 'festival' : /sh|pocketsphinx|cat/.test(comm) ? 'pocketsphinx (running)' : comm;
+    visit(pid, part);
+  }
+  return parts;
+}

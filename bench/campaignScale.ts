@@ -67,7 +67,10 @@
 // most time in each scenario), BENCH_WORKER_ENV (extra worker settings, e.g.
 // "DATABASE_POOL_SIZE=20"), BENCH_PROFILE=1 (V8 CPU profiles of the worker, in the kept
 // temp folder's profiles/; implies BENCH_KEEP), BENCH_KEEP=1 (keep the temp folder with the service logs),
-// BENCH_FLOOR (1000 workflows of each floor shape), BENCH_LIVE_RATE (2 live calls a second;
+// BENCH_FLOOR (1000 workflows of each floor shape), BENCH_FLOOR_SHAPES (default
+// "minimal,call-shaped"; also memos, status-upserts, patches, signal, continue-as-new,
+// analysis and all: the call shape plus one ingredient of a simulated call's history each,
+// printed against the call shape, bench/campaignScale/floor.ts), BENCH_LIVE_RATE (2 live calls a second;
 // 0: no live calls), BENCH_LIVE_LEAD (20 s), BENCH_LIVE_WINDOW (120 s), BENCH_HEAD (100),
 // BENCH_LINE_BATCH (100), BENCH_KEPT_P99 (43.5 s).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -108,6 +111,7 @@ const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const CALLER_NUMBERS = Number(process.env.BENCH_CALLER_NUMBERS ?? 200);
 const FLOOR = Number(process.env.BENCH_FLOOR ?? 1000);
+const FLOOR_SHAPES = (process.env.BENCH_FLOOR_SHAPES ?? 'minimal,call-shaped').split(',').filter(Boolean);
 const LIVE_RATE = Number(process.env.BENCH_LIVE_RATE ?? 2);
 const LIVE_LEAD_MS = Number(process.env.BENCH_LIVE_LEAD ?? 20) * 1000;
 const LIVE_WINDOW_MS = Number(process.env.BENCH_LIVE_WINDOW ?? 120) * 1000;
@@ -705,10 +709,14 @@ async function main(): Promise<void> {
         concurrency: CREATE_CONCURRENCY,
         ringMs: RING_SECONDS * 1000,
         talkMs: (CALL_SECONDS - RING_SECONDS) * 1000,
+        shapes: FLOOR_SHAPES,
       });
+      const bare = floor.find((f) => f.shape === 'call-shaped');
       for (const f of floor) {
+        // An ingredient's cost is what it adds to the call shape of the same run.
+        const added = bare && f.shape !== 'call-shaped' && f.shape !== 'minimal' ? `; + ${(f.totalMs - bare.totalMs).toFixed(1)} ms on the call shape (Temporal + ${(f.temporalMs - bare.temporalMs).toFixed(1)})` : '';
         out(
-          `  ${f.shape.padEnd(11)}: ${f.totalMs.toFixed(1)} ms CPU per workflow (client and worker ${f.clientWorkerMs.toFixed(1)}, Temporal ${f.temporalMs.toFixed(1)}); ` +
+          `  ${f.shape.padEnd(15)}: ${f.totalMs.toFixed(1)} ms CPU per workflow (client and worker ${f.clientWorkerMs.toFixed(1)}, Temporal ${f.temporalMs.toFixed(1)})${added}; ` +
             `${((f.workflows * 1000) / f.wallMs).toFixed(1)} workflows/s end to end (${s(f.wallMs)}); load average ${os.loadavg()[0].toFixed(1)}`,
         );
       }

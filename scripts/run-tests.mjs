@@ -20,6 +20,18 @@
 //   // test-runner: alone (<why>)
 //
 // Such files run first, one at a time, with nothing else running.
+//
+// A file that only needs the CPU whenever it wants it (its assertions measure wall-clock
+// time, which other files' CPU would stretch) says instead:
+//
+//   // test-runner: foreground (<why>)
+//
+// Foreground files then run one at a time, with a database and a Redis of their own, beside
+// the lanes, whose files run 10 nice levels below this process: the foreground file gets the
+// CPU first and the lanes take what it leaves. When this process runs at nice 9 or more (the
+// lanes would sink to nice 19, among other people's background work), with one lane, or with
+// TEST_FOREGROUND=alone, they run as alone files do (scripts/foregroundSchedule.mjs);
+// TEST_FOREGROUND=beside runs them beside the lanes whatever the nice levels.
 // The tests see DATABASE_URL, REDIS_URL, REDIS_BIN, TEMPORAL_TEST_SERVER_EXECUTABLE,
 // TEMPORAL_CLI_PATH, SECRETS_ENCRYPTION_KEY (random unless set), NODE_ENV=test and
 // LOG_LEVEL=silent. Services are stopped when the tests end, on Ctrl-C, and (by a small
@@ -31,6 +43,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { foregroundSchedule } from './foregroundSchedule.mjs';
 import { freePort } from './freePort.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -79,10 +92,11 @@ if (files.length === 0) {
 // (docs/toolchain.md, "The test runner").
 const DEFAULT_LANES = 3;
 const ALONE_MARKER = /^\/\/ test-runner: alone\b/m;
+const FOREGROUND_MARKER = /^\/\/ test-runner: foreground\b/m;
 
-/** Whether a test file is marked `// test-runner: alone` among its first 30 lines. */
-function runsAlone(file) {
-  return ALONE_MARKER.test(readFileSync(file, 'utf8').split('\n', 30).join('\n'));
+/** Whether a test file carries `marker` among its first 30 lines. */
+function marked(file, marker) {
+  return marker.test(readFileSync(file, 'utf8').split('\n', 30).join('\n'));
 }
 
 // Run directly (not via `npm test`, whose pretest already did it): make sure the toolchain is there.
@@ -328,19 +342,31 @@ try {
     throw new Error(`TEST_CONCURRENCY must be a whole number from 1 to 8, got ${process.env.TEST_CONCURRENCY}`);
   }
   const laneCount = externalServices ? 1 : Math.min(requestedLanes, files.length);
+  const alone = files.filter((f) => marked(f, ALONE_MARKER));
+  const foreground = files.filter((f) => !alone.includes(f) && marked(f, FOREGROUND_MARKER));
+  const { beside, laneNice } = foregroundSchedule({
+    mode: process.env.TEST_FOREGROUND || 'auto',
+    foregroundCount: foreground.length,
+    laneFileCount: files.length - alone.length - foreground.length,
+    laneCount,
+    runnerNice: os.getPriority(),
+  });
+  // Beside the lanes, the foreground files get a database and a Redis of their own: the last ones.
+  const serviceLanes = laneCount + (beside ? 1 : 0);
 
   const started = Date.now();
   const [databaseUrls, redisUrls] = await Promise.all([
-    process.env.DATABASE_URL ? [process.env.DATABASE_URL] : startPostgres(laneCount),
+    process.env.DATABASE_URL ? [process.env.DATABASE_URL] : startPostgres(serviceLanes),
     process.env.REDIS_URL
       ? [process.env.REDIS_URL]
       : redisBin
-        ? Promise.all(Array.from({ length: laneCount }, (_, i) => startRedis(redisBin, i + 1)))
+        ? Promise.all(Array.from({ length: serviceLanes }, (_, i) => startRedis(redisBin, i + 1)))
         : Promise.reject(new Error('redis-server not found: run node scripts/bootstrap.mjs --test, or set REDIS_BIN or REDIS_URL')),
   ]);
   const lanes = Array.from({ length: laneCount }, (_, i) => ({ DATABASE_URL: databaseUrls[i], REDIS_URL: redisUrls[i] }));
-  const alone = files.filter(runsAlone);
-  log(`postgres ${process.env.DATABASE_URL ? '(DATABASE_URL)' : new URL(databaseUrls[0]).host}, redis ${process.env.REDIS_URL ? '(REDIS_URL)' : redisUrls.map((u) => new URL(u).port).join(', ')} ready in ${Date.now() - started} ms; ${files.length} test file(s), ${laneCount} lane(s)${alone.length ? `, ${alone.length} run alone` : ''}`);
+  const foregroundLane = beside ? { DATABASE_URL: databaseUrls[laneCount], REDIS_URL: redisUrls[laneCount] } : undefined;
+  const foregroundHow = beside ? `beside the lanes${laneNice ? `, which run at nice +${laneNice}` : ''}` : 'as alone files';
+  log(`postgres ${process.env.DATABASE_URL ? '(DATABASE_URL)' : new URL(databaseUrls[0]).host}, redis ${process.env.REDIS_URL ? '(REDIS_URL)' : redisUrls.map((u) => new URL(u).port).join(', ')} ready in ${Date.now() - started} ms; ${files.length} test file(s), ${laneCount} lane(s)${alone.length ? `, ${alone.length} run alone` : ''}${foreground.length ? `, ${foreground.length} in the foreground (${foregroundHow})` : ''}`);
 
   if (interrupted) {
     await finish(interrupted);
@@ -350,7 +376,7 @@ try {
     cwd: ROOT,
     env: {
       ...env,
-      TEST_LANES_PLAN: JSON.stringify({ files, nodeFlags, lanes, alone, durationsFile: path.join(ROOT, '.tools', 'test-durations.json') }),
+      TEST_LANES_PLAN: JSON.stringify({ files, nodeFlags, lanes, alone: beside ? alone : [...alone, ...foreground], foreground: beside ? foreground : [], foregroundLane, laneNice, durationsFile: path.join(ROOT, '.tools', 'test-durations.json') }),
     },
     stdio: 'inherit',
     detached: true,

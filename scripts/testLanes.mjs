@@ -4,13 +4,17 @@
 //
 // Input (environment, set by run-tests.mjs):
 //   TEST_LANES_PLAN  JSON { files: string[], nodeFlags: string[], lanes: Record<string, string>[],
-//                    alone: string[], durationsFile?: string }
+//                    alone: string[], durationsFile?: string, foreground?: string[],
+//                    foregroundLane?: Record<string, string>, laneNice?: number }
 //   `lanes[i]` is lane i's environment overlay (its own DATABASE_URL and REDIS_URL), so files
 //   running at the same time never share a database or a Redis. A lane runs one file at a time.
 //
 // Files marked to run alone (`// test-runner: alone` in their first lines, see run-tests.mjs)
 // run first, one at a time, with nothing else running; then the others, longest first (by
-// the durations of the previous run, else by file size), one per free lane.
+// the durations of the previous run, else by file size), one per free lane. The `foreground`
+// files (with `foregroundLane`, an environment of their own) run one at a time in that lane
+// beside the others, which then run `laneNice` nice levels below this process (`nice -n`):
+// the foreground file has first claim on the CPU and the lanes take what it leaves.
 //
 // Each file's output is printed in one piece when it ends, between `# file:` comment lines;
 // at the end, the totals in node's format and a plain "N passed, N failed" line. Exit code 0
@@ -52,8 +56,10 @@ const cost = (file) => previous[rel(file)] ?? sizes.get(file) * msPerByte;
 const byCost = (a, b) => cost(b) - cost(a);
 
 const aloneSet = new Set(plan.alone);
+const foregroundSet = new Set(plan.foregroundLane ? plan.foreground ?? [] : []);
 const aloneQueue = plan.files.filter((f) => aloneSet.has(f)).sort(byCost);
-const sharedQueue = plan.files.filter((f) => !aloneSet.has(f)).sort(byCost);
+const foregroundQueue = plan.files.filter((f) => foregroundSet.has(f) && !aloneSet.has(f)).sort(byCost);
+const sharedQueue = plan.files.filter((f) => !aloneSet.has(f) && !foregroundSet.has(f)).sort(byCost);
 
 const totals = Object.fromEntries(COUNTERS.map((c) => [c, 0]));
 const failedFiles = [];
@@ -72,15 +78,18 @@ function summaryOf(output) {
   return found;
 }
 
-function runFile(file, laneEnv, laneLabel) {
+function runFile(file, laneEnv, laneLabel, nice = 0) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, [
+    const args = [
       '--import', 'tsx',
       '--test', '--test-concurrency=1', '--test-timeout=600000',
       ...plan.nodeFlags,
       file,
-    ], { cwd: ROOT, env: { ...process.env, ...laneEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    ];
+    // `nice` execs node in the same process, so the file and everything it starts run lower.
+    const [command, argv] = nice > 0 ? ['nice', ['-n', String(nice), process.execPath, ...args]] : [process.execPath, args];
+    const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...laneEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     running.set(child, file);
     const out = [];
     const err = [];
@@ -113,12 +122,12 @@ function runFile(file, laneEnv, laneLabel) {
   });
 }
 
-async function lane(index, queue, label) {
+async function lane(laneEnv, queue, label, nice = 0) {
   for (;;) {
     if (stopping) return;
     const file = queue.shift();
     if (!file) return;
-    await runFile(file, plan.lanes[index], label);
+    await runFile(file, laneEnv, label, nice);
   }
 }
 
@@ -131,13 +140,16 @@ for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
 
 if (aloneQueue.length) {
   process.stdout.write(`# ${aloneQueue.length} file(s) marked to run alone, one at a time\n`);
-  await lane(0, aloneQueue, 'alone');
+  await lane(plan.lanes[0], aloneQueue, 'alone');
 }
 const laneCount = Math.min(plan.lanes.length, sharedQueue.length);
-if (laneCount) {
-  process.stdout.write(`# ${sharedQueue.length} file(s) in ${laneCount} lane(s)\n`);
-  await Promise.all(Array.from({ length: laneCount }, (_, i) => lane(i, sharedQueue, `lane ${i + 1}`)));
-}
+const nice = foregroundQueue.length ? Math.max(0, Math.trunc(plan.laneNice ?? 0)) : 0;
+if (foregroundQueue.length) process.stdout.write(`# ${foregroundQueue.length} file(s) in the foreground, one at a time, beside the lanes\n`);
+if (laneCount) process.stdout.write(`# ${sharedQueue.length} file(s) in ${laneCount} lane(s)${nice ? `, at nice +${nice}` : ''}\n`);
+await Promise.all([
+  lane(plan.foregroundLane, foregroundQueue, 'foreground'),
+  ...Array.from({ length: laneCount }, (_, i) => lane(plan.lanes[i], sharedQueue, `lane ${i + 1}`, nice)),
+]);
 
 if (plan.durationsFile && !stopping) {
   // Entries of test files renamed or deleted since are dropped, so the hints do not go stale.
@@ -149,7 +161,7 @@ if (plan.durationsFile && !stopping) {
   }
 }
 
-const notRun = aloneQueue.length + sharedQueue.length;
+const notRun = aloneQueue.length + foregroundQueue.length + sharedQueue.length;
 process.stdout.write(COUNTERS.map((c) => `# ${c} ${totals[c]}\n`).join(''));
 process.stdout.write(`# duration_ms ${Date.now() - started}\n`);
 if (failedFiles.length) process.stdout.write(`# failed files:${os.EOL}${failedFiles.map((f) => `#   ${f}`).join(os.EOL)}\n`);

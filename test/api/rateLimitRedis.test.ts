@@ -1,4 +1,4 @@
-// test-runner: alone (60 requests through two API instances must take under a second of wall time)
+// test-runner: foreground (60 requests through two API instances must take under a second of wall time)
 // The Redis store as a shared, failure-tolerant dependency: two API instances over one Redis,
 // Redis killed and restarted under traffic, Redis hanging (slow), and health meanwhile.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// test-runner: alone (a real-time call through baresip; its answers are timed after the prompts)
+// test-runner: foreground (a real-time call through baresip; its answers are timed after the prompts)
 // Outbound phone calls through the whole stack, in real time, with a real telephone: calls
 // created over HTTP with create-phone-call (VOICE_PROVIDER=sip), the real API and call worker,
 // a Temporal dev server, and the real media edge (startVoiceEdge with its SIP trunk agent, RTP,

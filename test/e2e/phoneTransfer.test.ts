@@ -1,4 +1,4 @@
-// test-runner: alone (a real-time call through two baresip phones; the tones are timed after the answer)
+// test-runner: foreground (a real-time call through two baresip phones; the tones are timed after the answer)
 // A transfer step through the whole stack, in real time, with real telephones
 // (/work/shared/recipes/sip-test-phones.md): a call created over HTTP with create-phone-call
 // (VOICE_PROVIDER=sip), the real API and call worker, a Temporal dev server and the real media

@@ -1,4 +1,4 @@
-// test-runner: alone (silence timeouts measured against the wall clock)
+// test-runner: foreground (silence timeouts measured against the wall clock)
 // The conversation engine over an in-memory channel paced at 20 ms, with the real offline
 // engines: Festival speaks for the agent and (through text2wave) for the caller, pocketsphinx
 // listens. Asking, barge-in, silence, and the turn latency figures.

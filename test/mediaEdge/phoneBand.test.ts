@@ -1,4 +1,4 @@
-// test-runner: alone (real speech engines and a real-time RTP far end)
+// test-runner: foreground (real speech engines and a real-time RTP far end)
 // A phone call's media end to end through the conversation engine, on loopback UDP: the real
 // RtpMediaChannel (G.711 μ-law at 8 kHz, resampled to the engine's 16 kHz, jitter-buffered),
 // the real engines (Festival speaks; pocketsphinx's grammar hears yes/no, Whisper hears a free

@@ -1,4 +1,4 @@
-// test-runner: alone (50 frames drain in 900–1500 ms)
+// test-runner: foreground (50 frames drain in 900–1500 ms)
 // Real WebRTC through the media edge: a werift peer in the test plays the browser (offers
 // Opus with PCMU, or PCMU only), dials over SIP, and both sides exchange tones. The edge's
 // channel must deliver 20 ms frames of 16 kHz PCM with the tone's frequency and level, and

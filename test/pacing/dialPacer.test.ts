@@ -1,4 +1,4 @@
-// test-runner: alone (grants counted per second of real time)
+// test-runner: foreground (grants counted per second of real time)
 // The dial pacer (src/pacing/dialPacer.ts) on each of its stores: Redis and Postgres shared by
 // two pacers (two worker instances), memory in one. Real time: a few seconds per test.
 import assert from 'node:assert/strict';

@@ -1,7 +1,8 @@
 // The suite's scheduler (scripts/testLanes.mjs, started by scripts/run-tests.mjs) on planted
 // test files: each lane's environment reaches the files it runs, files running at the same
-// time are in different lanes, a file marked to run alone runs with nothing else, and a
-// failing or crashing file fails the run by name while the totals add up.
+// time are in different lanes, a file marked to run alone runs with nothing else, foreground
+// files run in an environment of their own beside the lanes, which then run at a lower
+// priority, and a failing or crashing file fails the run by name while the totals add up.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -9,10 +10,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { PROJECT_ROOT } from '../../src/config/index.js';
+// @ts-expect-error -- plain-Node module without type declarations
+import { foregroundSchedule as untypedForegroundSchedule } from '../../scripts/foregroundSchedule.mjs';
+
+const foregroundSchedule = untypedForegroundSchedule as (plan: { mode?: string; foregroundCount: number; laneFileCount: number; laneCount: number; runnerNice: number }) => { beside: boolean; laneNice: number };
 
 interface Visit {
   file: string;
   lane: string;
+  /** The planted file's nice level. */
+  nice: number;
   start: number;
   end: number;
 }
@@ -22,21 +29,26 @@ const visits = path.join(dir, 'visits.jsonl');
 
 /**
  * A planted test file that records when it ran and in which lane, then passes or fails.
- * With `waitForPeer` it first waits (up to 15 s) until another planted file has started,
+ * With `waitForPeer` it first waits (up to 15 s) until another planted file has started (by
+ * default any other; with `waitFor`, one that marks that name),
  * so two lanes running at once are sure to be seen overlapping.
  */
-function plant(name: string, { holdMs = 300, fail = false, waitForPeer = true } = {}): string {
+function plant(name: string, { holdMs = 300, fail = false, waitForPeer = true, mark = 'started', waitFor = undefined as string | undefined } = {}): string {
   const file = path.join(dir, name);
-  const started = path.join(dir, 'started');
+  // Each planted file marks `mark` when it starts; a peer has started once `waitFor` holds a mark not its own.
+  const started = path.join(dir, mark);
+  const peer = path.join(dir, waitFor ?? mark);
+  const peerMarks = (waitFor ?? mark) === mark ? 2 : 1;
   writeFileSync(file, [
     "import { test } from 'node:test';",
     "import { appendFileSync, readFileSync } from 'node:fs';",
+    "import { getPriority } from 'node:os';",
     `test(${JSON.stringify(`${name} runs`)}, async () => {`,
     '  const start = Date.now();',
     waitForPeer ? `  appendFileSync(${JSON.stringify(started)}, 'x');` : '',
-    waitForPeer ? `  while (readFileSync(${JSON.stringify(started)}, 'utf8').length < 2 && Date.now() - start < 15000) await new Promise((r) => setTimeout(r, 20));` : '',
+    waitForPeer ? `  while (readFileSync(${JSON.stringify(peer)}, { encoding: 'utf8', flag: 'a+' }).length < ${peerMarks} && Date.now() - start < 15000) await new Promise((r) => setTimeout(r, 20));` : '',
     `  await new Promise((r) => setTimeout(r, ${holdMs}));`,
-    `  appendFileSync(${JSON.stringify(visits)}, JSON.stringify({ file: ${JSON.stringify(name)}, lane: process.env.PLANTED_LANE, start, end: Date.now() }) + '\\n');`,
+    `  appendFileSync(${JSON.stringify(visits)}, JSON.stringify({ file: ${JSON.stringify(name)}, lane: process.env.PLANTED_LANE, nice: getPriority(), start, end: Date.now() }) + '\\n');`,
     fail ? "  throw new Error('planted failure');" : '',
     '});',
     "test('a second test', () => {});",
@@ -95,6 +107,66 @@ test('lanes: each file gets its lane’s environment, files at the same time are
   assert.match(stdout, /^# pass 11$/m);
   assert.match(stdout, /^11 passed, 2 failed$/m);
   assert.match(stdout, /^# file: .*alone\.test\.mjs ok in [\d.]+ s$/m);
+});
+
+test('foreground files run one at a time in their own environment beside the lanes, which run laneNice levels lower; alone files still run first, by themselves', async () => {
+  // Each foreground file waits until a lane's file has started, and each lane's file until a foreground one has.
+  const shared = ['beside-one.test.mjs', 'beside-two.test.mjs', 'beside-three.test.mjs'].map((n) => plant(n, { mark: 'lane-started', waitFor: 'foreground-started' }));
+  const foreground = ['beside-fg-1.test.mjs', 'beside-fg-2.test.mjs'].map((n) => plant(n, { mark: 'foreground-started', waitFor: 'lane-started' }));
+  const alone = plant('beside-alone.test.mjs', { waitForPeer: false });
+  const names = [...shared, ...foreground, alone].map((f) => path.basename(f));
+  const { code, stdout } = await runScheduler({
+    files: [...shared, ...foreground, alone],
+    nodeFlags: [],
+    lanes: [{ PLANTED_LANE: 'a' }, { PLANTED_LANE: 'b' }],
+    alone: [alone],
+    foreground,
+    foregroundLane: { PLANTED_LANE: 'fg' },
+    laneNice: 7,
+  });
+  assert.equal(code, 0, stdout);
+  assert.match(stdout, /^# 2 file\(s\) in the foreground, one at a time, beside the lanes$/m);
+  assert.match(stdout, /^# 3 file\(s\) in 2 lane\(s\), at nice \+7$/m);
+  assert.match(stdout, /^12 passed, 0 failed$/m);
+
+  const seen: Visit[] = readFileSync(visits, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Visit).filter((v) => names.includes(v.file));
+  assert.deepEqual(seen.map((v) => v.file).sort(), [...names].sort());
+  const soloVisit = seen.find((v) => v.file === 'beside-alone.test.mjs')!;
+  const fgVisits = seen.filter((v) => v.file.startsWith('beside-fg-'));
+  const laneVisits = seen.filter((v) => v !== soloVisit && !fgVisits.includes(v));
+  const base = os.getPriority();
+  assert.equal(soloVisit.nice, base, 'the alone file ran at the scheduler\'s own nice level');
+  assert.ok([...fgVisits, ...laneVisits].every((v) => v.start >= soloVisit.end), 'the alone file ran first, by itself');
+  for (const v of fgVisits) {
+    assert.equal(v.lane, 'fg', `${v.file} ran in the foreground files' environment`);
+    assert.equal(v.nice, base, `${v.file} ran at the scheduler's own nice level`);
+  }
+  for (const v of laneVisits) {
+    assert.ok(v.lane === 'a' || v.lane === 'b', `${v.file} ran with a lane's environment (${v.lane})`);
+    assert.equal(v.nice, Math.min(19, base + 7), `${v.file} ran 7 nice levels lower (at most 19)`);
+  }
+  assert.ok(!overlaps(fgVisits[0], fgVisits[1]), 'the foreground files ran one at a time');
+  assert.ok(fgVisits.some((f) => laneVisits.some((v) => overlaps(f, v))), 'a foreground file ran while a lane ran another');
+});
+
+test('where foreground files run: beside the lanes when the lanes can go 10 nice levels lower and stay above 19, else as alone files', () => {
+  const plan = { foregroundCount: 2, laneFileCount: 10, laneCount: 3 };
+  const where = (runnerNice: number, more: Partial<Parameters<typeof foregroundSchedule>[0]> = {}) => foregroundSchedule({ ...plan, runnerNice, ...more });
+  assert.deepEqual(where(0), { beside: true, laneNice: 10 });
+  assert.deepEqual(where(-5), { beside: true, laneNice: 10 });
+  assert.deepEqual(where(8), { beside: true, laneNice: 10 });
+  // From nice 9 the lanes would sink to 19, among other people's background work; from 19 (`nice -n 19 npm test`) there is no room.
+  assert.deepEqual(where(9), { beside: false, laneNice: 0 });
+  assert.deepEqual(where(19), { beside: false, laneNice: 0 });
+  // TEST_FOREGROUND=beside: as far down as there is room; TEST_FOREGROUND=alone: never beside.
+  assert.deepEqual(where(12, { mode: 'beside' }), { beside: true, laneNice: 7 });
+  assert.deepEqual(where(19, { mode: 'beside' }), { beside: true, laneNice: 0 });
+  assert.deepEqual(where(0, { mode: 'alone' }), { beside: false, laneNice: 0 });
+  // One lane runs one file at a time; no foreground file, or no lane file: nothing to run beside.
+  assert.deepEqual(where(0, { laneCount: 1 }), { beside: false, laneNice: 0 });
+  assert.deepEqual(where(0, { foregroundCount: 0 }), { beside: false, laneNice: 0 });
+  assert.deepEqual(where(0, { laneFileCount: 0 }), { beside: false, laneNice: 0 });
+  assert.throws(() => where(0, { mode: 'later' }), /TEST_FOREGROUND must be one of auto, beside, alone, got later/);
 });
 
 test('every file passing: exit code 0 and the plain closing line', async () => {

@@ -1,4 +1,4 @@
-// test-runner: alone (a result read within the 3 s before analysis)
+// test-runner: foreground (a result read within the 3 s before analysis)
 // The call workflow end to end in the time-skipping environment: real activities over the
 // test database, the simulator as voice provider. This file holds the tests that run calls
 // in real time (a call's length is read from its timers, not the wall clock: bench/campaignScale.ts

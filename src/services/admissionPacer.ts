@@ -2,7 +2,7 @@
  * The admission pacer (docs/calls.md, "Admission"): each worker process hands free slots to
  * the head of the admission line at ADMISSION_RATE_PER_SECOND and wakes the calls it grants
  * (one slotGranted signal each), holding while the live-call queue is behind (and then looking at
- * the line only as often as it asks for that queue's backlog). Calls that fall due wait in the line in Postgres, not as
+ * the line, empty or not, only as often as it asks for that queue's backlog). Calls that fall due wait in the line in Postgres, not as
  * workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
  * head of the line first, and the calls already talking keep their turns.
  *
@@ -47,6 +47,7 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
   let step: Promise<void> = Promise.resolve();
 
   let backlog = 0;
+  // When the backlog was last asked for, or, while holding, the line was found empty.
   let lookedAt = 0;
   // One warning per outage, and one line when it ends: at ten ticks a second, a warning per
   // failure would bury the log while the database or Temporal is away.
@@ -57,9 +58,13 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       const n = rate.available(Date.now());
       if (n <= 0) return;
       // Holding: nothing is admitted until the backlog is asked again, so the line can wait for that too.
-      if (backlog > LIVE_BACKLOG_LIMIT && Date.now() - lookedAt < BACKLOG_LOOK_MS) return;
+      const holding = backlog > LIVE_BACKLOG_LIMIT;
+      if (holding && Date.now() - lookedAt < BACKLOG_LOOK_MS) return;
       // Only a line with due calls (and a free slot to give them) is worth asking Temporal about.
       const teams = await admissionLineTeams(deps.pool, n);
+      // An empty line while holding: the hold stands (the backlog unasked), and the line is
+      // looked at again at the backlog's pace, not at every tick.
+      if (teams.length === 0 && holding) lookedAt = Date.now();
       if (teams.length > 0 && opts.liveBacklog && Date.now() - lookedAt >= BACKLOG_LOOK_MS) {
         lookedAt = Date.now();
         // Temporal unable to say (an older server, or away): admit at the rate alone.

@@ -171,7 +171,7 @@ describe('admission line', () => {
     await record(id, 'cancelled-in-the-line');
   });
 
-  test('the pacer holds while the live-call queue is behind: nothing is admitted until its backlog falls, then the line moves; while holding it looks at the line only when it asks for the backlog again', async () => {
+  test('the pacer holds while the live-call queue is behind: nothing is admitted until its backlog falls, then the line moves; while holding it looks at the line only when it asks for the backlog again, and an empty line no more often', async () => {
     await lineOfThisFile();
     const team = await createTestTeam(pool, { maxConcurrent: 5 });
     const ids = await dueTogether(team, 3, new Date(Date.now() + 3000));
@@ -198,6 +198,19 @@ describe('admission line', () => {
       // One look may be in flight, its ask not yet made.
       assert.ok(lineLooks <= asked + 1, `the line looked at ${lineLooks} times for ${asked} asks of the backlog`);
       for (const id of ids) assert.equal((await callRow(pool, id)).slot_granted_at, null, 'not admitted while the live calls are behind');
+      // The line empties while holding (its calls put back an hour, as if admitted elsewhere):
+      // the empty line too is looked at only every 500 ms, and the backlog is not asked.
+      const putBack = (by: string) => pool.query('UPDATE calls SET scheduled_time = scheduled_time + $2::interval, dial_after = dial_after + $2::interval WHERE id = ANY($1::uuid[])', [ids, by]);
+      await putBack('1 hour');
+      asked = 0;
+      lineLooks = 0;
+      const emptySince = performance.now();
+      await delay(2000);
+      const emptyLooks = lineLooks;
+      const emptyFor = performance.now() - emptySince;
+      assert.equal(asked, 0, 'an empty line: the backlog is not asked');
+      assert.ok(emptyLooks <= Math.ceil(emptyFor / 500) + 1, `the empty line looked at ${emptyLooks} times in ${Math.round(emptyFor)} ms`);
+      await putBack('-1 hour');
       backlog = LIVE_BACKLOG_LIMIT;
       const outcomes = await Promise.all(ids.map(result));
       assert.deepEqual(outcomes.map((o) => o.status), Array(3).fill('completed'));

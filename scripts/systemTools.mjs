@@ -53,6 +53,7 @@ export const SYSTEM_TOOLS = [
   { command: 'sh', source: 'base', package: 'dash', for: ['start', 'test'], why: 'the test runner watchdog; the media edge pipes audio to pocketsphinx through sh -c' },
   { command: 'cat', source: 'base', package: 'coreutils', for: ['start', 'test'], why: 'media edge: the pipe in front of pocketsphinx_continuous (inside its sh -c string)' },
   { command: 'id', source: 'base', package: 'coreutils', for: ['test'], why: 'the test runner: does user postgres exist' },
+  { command: 'nice', source: 'base', package: 'coreutils', for: ['test'], why: 'the test runner: the lanes\' files at a lower priority while a foreground file runs beside them (scripts/testLanes.mjs)' },
   { command: 'groupadd', source: 'base', package: 'passwd', for: ['test'], why: 'the test runner as root: user postgres for the embedded Postgres' },
   { command: 'useradd', source: 'base', package: 'passwd', for: ['test'], why: 'the test runner as root: user postgres for the embedded Postgres' },
   { command: 'apt-get', source: 'base', package: 'apt', for: ['start', 'test'], why: 'the bootstrap installs the apt packages of this list (as root)' },

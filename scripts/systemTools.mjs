@@ -30,7 +30,7 @@ export const SYSTEM_TOOLS = [
 
   { command: 'temporal', source: 'bootstrap', path: '.tools/bin/temporal', override: ['TEMPORAL_CLI_PATH'], for: ['start', 'test'], why: 'Temporal dev server and Web UI: go install into .tools/bin' },
   { command: 'tsx', source: 'bootstrap', path: 'node_modules/.bin/tsx', for: ['start', 'test'], why: 'node_modules/.bin/tsx: runs the CLI in CLI tests' },
-  { command: 'python3', source: 'prerequisite', package: 'python3-venv', for: ['test'], override: ['PYTHON3'], why: 'makes the speech venv (npm start: only when an engine needs it, STT_PROVIDER=whisper)' },
+  { command: 'python3', source: 'prerequisite', package: 'python3-venv', for: ['start', 'test'], override: ['PYTHON3'], why: "media edge: runs pocketsphinx's warm decoders (pocketsphinx_worker.py, the standard library on the pocketsphinx package's libpocketsphinx3; POCKETSPHINX_WARM_DECODERS=0 does without); makes the speech venv (npm start: only when an engine needs it, STT_PROVIDER=whisper)" },
   { command: 'python', source: 'bootstrap', path: '.tools/speech-venv/bin/python', for: ['test'], why: 'the speech venv (scripts/speechPackages.mjs): runs the Whisper worker (npm start: only with STT_PROVIDER=whisper)' },
   { command: 'schemathesis', source: 'bootstrap', path: '.tools/speech-venv/bin/schemathesis', for: ['test'], why: 'the tools venv (scripts/speechPackages.mjs): the OpenAPI contract test (test/api/schemathesis.test.ts)' },
   { command: 'launch.sh', source: 'project', path: 'scripts/temporal-test-server/launch.sh', override: ['TEMPORAL_TEST_SERVER_EXECUTABLE'], for: ['test'], why: 'scripts/temporal-test-server/launch.sh: execs java on the test server jars' },

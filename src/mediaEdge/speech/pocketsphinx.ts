@@ -10,6 +10,11 @@
  * opened by path), so a `cat` in a `sh` pipeline stands between; both run in their own
  * process group, which is what gets signalled when a session is aborted.
  *
+ * Free speech (the general language model, whose loading costs as much CPU as decoding the
+ * answer) goes to a warm decoder instead when the recogniser has them (`warmDecoders`,
+ * POCKETSPHINX_WARM_DECODERS; pocketsphinxDecoders.ts): the same decoder and arguments, kept
+ * from one utterance to the next. Grammars stay one process per utterance.
+ *
  * An edge runs at most `maxProcesses` of them at once (POCKETSPHINX_MAX_PROCESSES; the
  * process is held from the prompt to the end of the answer). A session over the cap waits
  * for one to exit, buffering the caller's audio; a session that already holds speech is
@@ -28,6 +33,7 @@ import { stopProcess } from './engineProcess.js';
 import { grammarFor } from './grammar.js';
 import type { AnswerHint, RecognitionSession, SpeechRecognizer, Transcript } from './interfaces.js';
 import { ProcessSlots, type SlotRequest } from './processSlots.js';
+import { POCKETSPHINX_DEFAULT_WARM_DECODERS, WarmDecoders, type WarmDecoder } from './pocketsphinxDecoders.js';
 import { loadPronouncingDictionary, type PronouncingDictionary } from './pronouncingDictionary.js';
 
 export const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
@@ -69,6 +75,16 @@ export interface PocketsphinxOptions {
   maxProcesses?: number;
   /** How long a session whose utterance has ended waits for a process before it answers busy (default 5 s). */
   maxWaitMs?: number;
+  /** The python3 that runs warm decoders for free speech; without it, every utterance gets its own pocketsphinx_continuous. */
+  python?: string;
+  /** Idle warm decoders kept (default 8); 0: none kept, each free utterance starts a worker of its own. */
+  warmDecoders?: number;
+}
+
+/** Arguments for one utterance: `free` (the general model) may go to a warm decoder. */
+interface DecoderArguments {
+  args: string[];
+  free: boolean;
 }
 
 export class PocketsphinxRecognizer implements SpeechRecognizer {
@@ -80,6 +96,8 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
   /** The cap on processes; its stats say the most at once and how many sessions waited or were refused. */
   readonly slots: ProcessSlots;
   private readonly maxWaitMs: number;
+  /** The warm decoders of free speech, when the recogniser has a python to run them. */
+  readonly decoders: WarmDecoders | undefined;
 
   constructor(options: PocketsphinxOptions = {}) {
     this.binary = options.binary ?? 'pocketsphinx_continuous';
@@ -87,6 +105,7 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
     this.slots = new ProcessSlots(options.maxProcesses ?? POCKETSPHINX_DEFAULT_MAX_PROCESSES);
     this.maxWaitMs = options.maxWaitMs ?? POCKETSPHINX_DEFAULT_MAX_WAIT_MS;
     if (!Number.isInteger(this.maxWaitMs) || this.maxWaitMs < 0) throw new Error(`maxWaitMs must be a whole number of at least 0, got ${this.maxWaitMs}`);
+    this.decoders = options.python ? new WarmDecoders({ python: options.python, maxIdle: options.warmDecoders ?? POCKETSPHINX_DEFAULT_WARM_DECODERS }) : undefined;
   }
 
   async warmUp(): Promise<void> {
@@ -99,7 +118,7 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
       (dictionary, dir) => this.arguments(options.hint ?? { expect: 'free' }, dictionary, dir),
       this.binary,
       loadPronouncingDictionary(this.files.dictionary),
-      { slots: this.slots, maxWaitMs: this.maxWaitMs },
+      { slots: this.slots, maxWaitMs: this.maxWaitMs, decoders: this.decoders },
       () => this.sessions.delete(session),
     );
     this.sessions.add(session);
@@ -113,24 +132,34 @@ export class PocketsphinxRecognizer implements SpeechRecognizer {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.sessions].map((s) => s.stop()));
+    await this.decoders?.close();
   }
 
-  /** Command-line arguments for a hint: a grammar with a dictionary of its words, or the general model. */
-  private arguments(hint: AnswerHint, dictionary: PronouncingDictionary, dir: string): string[] {
-    const common = ['-hmm', this.files.acousticModel, '-samprate', '16000', '-vad_postspeech', String(VAD_POSTSPEECH_FRAMES), '-infile', '/dev/stdin', '-logfn', path.join(dir, 'log')];
+  /**
+   * Decoder arguments for a hint: a grammar with a dictionary of its words, or the general
+   * model (`free`; a warm decoder's arguments: no -infile, no -logfn, and no file of `dir()`).
+   */
+  private arguments(hint: AnswerHint, dictionary: PronouncingDictionary, dir: () => string): DecoderArguments {
+    const common = ['-hmm', this.files.acousticModel, '-samprate', '16000', '-vad_postspeech', String(VAD_POSTSPEECH_FRAMES)];
     const grammar = grammarFor(hint, { knownWord: (w) => dictionary.has(w) });
-    if (!grammar) return [...common, '-lm', this.files.languageModel, '-dict', this.files.dictionary, ...(hint.latency === 'low' ? LOW_LATENCY_DECODING : [])];
-    const grammarFile = path.join(dir, `${grammar.name}.gram`);
-    const dictionaryFile = path.join(dir, 'words.dict');
+    if (!grammar) return { args: [...common, '-lm', this.files.languageModel, '-dict', this.files.dictionary, ...(hint.latency === 'low' ? LOW_LATENCY_DECODING : [])], free: true };
+    const grammarFile = path.join(dir(), `${grammar.name}.gram`);
+    const dictionaryFile = path.join(dir(), 'words.dict');
     writeFileSync(grammarFile, grammar.jsgf);
     writeFileSync(dictionaryFile, dictionary.subset(grammar.words));
-    return [...common, '-jsgf', grammarFile, '-dict', dictionaryFile];
+    return { args: [...common, '-jsgf', grammarFile, '-dict', dictionaryFile], free: false };
   }
 }
 
 class PocketsphinxSession implements RecognitionSession {
-  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-'));
+  /** The session's folder (grammar, dictionary, log), made when first needed: a warm decoder's session needs none. */
+  private folder: string | undefined;
   private child: ChildProcess | undefined;
+  /** The warm decoder this session holds, once granted. */
+  private decoder: WarmDecoder | undefined;
+  /** Settles when the utterance ends (finish) or is dropped (abort): what a warm decoder's session waits for. */
+  private readonly over: Promise<'end' | 'abort'>;
+  private settleOver!: (how: 'end' | 'abort') => void;
   /** Audio written before the process was started. */
   private backlog: Buffer[] = [];
   private ended = false;
@@ -143,12 +172,13 @@ class PocketsphinxSession implements RecognitionSession {
   private readonly result: Promise<Transcript>;
 
   constructor(
-    buildArguments: (dictionary: PronouncingDictionary, dir: string) => string[],
+    buildArguments: (dictionary: PronouncingDictionary, dir: () => string) => DecoderArguments,
     private readonly binary: string,
     dictionary: Promise<PronouncingDictionary>,
-    private readonly limits: { slots: ProcessSlots; maxWaitMs: number },
+    private readonly limits: { slots: ProcessSlots; maxWaitMs: number; decoders: WarmDecoders | undefined },
     private readonly onDone: () => void,
   ) {
+    this.over = new Promise((resolve) => (this.settleOver = resolve));
     this.result = this.recognise(buildArguments, dictionary);
     // Settles even if nobody calls finish(): a session that is only aborted.
     void this.result.catch(() => undefined).finally(() => this.cleanUp());
@@ -157,7 +187,8 @@ class PocketsphinxSession implements RecognitionSession {
   write(frame: PcmFrame): void {
     if (this.ended || this.aborted) return;
     const bytes = int16ToLittleEndian(frame);
-    if (this.child) this.child.stdin!.write(bytes);
+    if (this.decoder) this.decoder.write(bytes);
+    else if (this.child) this.child.stdin!.write(bytes);
     else this.backlog.push(bytes);
   }
 
@@ -170,6 +201,7 @@ class PocketsphinxSession implements RecognitionSession {
     if (!this.ended && !this.aborted) {
       this.ended = true;
       this.child?.stdin!.end();
+      this.settleOver('end');
       if (this.slot) this.boundWait();
     }
     return this.result;
@@ -184,14 +216,20 @@ class PocketsphinxSession implements RecognitionSession {
   /** Kills the process (if any) and waits for it. */
   async stop(): Promise<void> {
     this.aborted = true;
+    this.settleOver('abort');
     this.slot?.cancel(new Error('recognition aborted'));
     if (this.child) await stopProcess(this.child, 300, { group: true });
     await this.result.catch(() => undefined);
   }
 
+  private get dir(): string {
+    this.folder ??= mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-'));
+    return this.folder;
+  }
+
   /** Waits for a process slot, then recognises; an ended utterance that waited too long is answered busy. */
-  private async recognise(buildArguments: (dictionary: PronouncingDictionary, dir: string) => string[], dictionary: Promise<PronouncingDictionary>): Promise<Transcript> {
-    const args = buildArguments(await dictionary, this.dir);
+  private async recognise(buildArguments: (dictionary: PronouncingDictionary, dir: () => string) => DecoderArguments, dictionary: Promise<PronouncingDictionary>): Promise<Transcript> {
+    const { args, free } = buildArguments(await dictionary, () => this.dir);
     if (this.aborted) throw new Error('recognition aborted');
     // Speech already written (or ended) makes this session the next in line.
     this.slot = this.limits.slots.request(() => this.backlog.length > 0 || this.ended);
@@ -208,7 +246,8 @@ class PocketsphinxSession implements RecognitionSession {
       return { text: '', busy: true };
     }
     try {
-      return await this.run(args);
+      const decoders = this.limits.decoders;
+      return await (free && decoders ? this.runWarm(decoders, args) : this.run([...args, '-infile', '/dev/stdin', '-logfn', path.join(this.dir, 'log')]));
     } finally {
       this.limits.slots.release();
     }
@@ -219,6 +258,36 @@ class PocketsphinxSession implements RecognitionSession {
     const slot = this.slot;
     if (!slot || this.waitTimer) return;
     this.waitTimer = setTimeout(() => slot.refuse(), this.limits.maxWaitMs);
+  }
+
+  /** The utterance on a warm decoder: the audio so far, then the rest as it comes; the decoder goes back to the pool when it is done. */
+  private async runWarm(decoders: WarmDecoders, args: string[]): Promise<Transcript> {
+    if (this.aborted) throw new Error('recognition aborted');
+    const decoder = await decoders.acquire(args);
+    let clean = false;
+    try {
+      if (!this.aborted) {
+        this.decoder = decoder;
+        for (const bytes of this.backlog) decoder.write(bytes);
+        this.backlog = [];
+      }
+      // A decoder that dies meanwhile fails the utterance at once, as a dead process does.
+      const how = await Promise.race([this.over, decoder.exited.then(() => 'died' as const)]);
+      if (how === 'abort') {
+        await decoder.abandon();
+        clean = true;
+        throw new Error('recognition aborted');
+      }
+      const text = await decoder.finish();
+      clean = true;
+      if (this.aborted) throw new Error('recognition aborted');
+      if (text) this.addLine(text);
+      return { text: this.lines.join(' ') };
+    } finally {
+      this.decoder = undefined;
+      if (clean) decoders.release(decoder);
+      else void decoder.stop();
+    }
   }
 
   private run(args: string[]): Promise<Transcript> {
@@ -265,7 +334,8 @@ class PocketsphinxSession implements RecognitionSession {
   }
 
   private async logTail(): Promise<string> {
-    const log = await readFile(path.join(this.dir, 'log'), 'utf8').catch(() => '');
+    if (!this.folder) return '';
+    const log = await readFile(path.join(this.folder, 'log'), 'utf8').catch(() => '');
     return log
       .split('\n')
       .filter((l) => /ERROR|FATAL/.test(l))
@@ -274,7 +344,7 @@ class PocketsphinxSession implements RecognitionSession {
   }
 
   private cleanUp(): void {
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.folder) rmSync(this.folder, { recursive: true, force: true });
     this.onDone();
   }
 }

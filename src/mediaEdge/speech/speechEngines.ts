@@ -3,7 +3,7 @@
  * (`festival`, the default, `espeak`, or `piper`: settings in piperConfig.ts) and
  * STT_PROVIDER (`pocketsphinx`, the default),
  * and the engines' limits (FESTIVAL_MAX_QUEUED_PER_CALL, POCKETSPHINX_MAX_PROCESSES,
- * POCKETSPHINX_MAX_WAIT_MS). A bad value, or an engine whose program or model is not
+ * POCKETSPHINX_MAX_WAIT_MS, POCKETSPHINX_WARM_DECODERS). A bad value, or an engine whose program or model is not
  * installed, stops start-up with an error naming the variable. The cloud engines
  * (TTS_PROVIDER=elevenlabs, STT_PROVIDER=deepgram; their settings in cloudSpeechConfig.ts)
  * need their key and the default offline engine, which takes over a call when they fail;
@@ -33,6 +33,7 @@ import {
   PocketsphinxRecognizer,
   pocketsphinxModelFiles,
 } from './pocketsphinx.js';
+import { POCKETSPHINX_DEFAULT_WARM_DECODERS } from './pocketsphinxDecoders.js';
 
 export const TTS_PROVIDERS = ['festival', 'espeak', 'piper'] as const;
 export const STT_PROVIDERS = ['pocketsphinx', 'whisper'] as const;
@@ -46,6 +47,9 @@ export interface SpeechEnginesConfig extends CloudSpeechConfig, RecognizerChoice
   FESTIVAL_MAX_QUEUED_PER_CALL?: string;
   POCKETSPHINX_MAX_PROCESSES?: string;
   POCKETSPHINX_MAX_WAIT_MS?: string;
+  POCKETSPHINX_WARM_DECODERS?: string;
+  /** The python3 that runs pocketsphinx's warm decoders (default: python3 on PATH). */
+  PYTHON3?: string;
   WHISPER_WORKERS?: string;
   WHISPER_MAX_QUEUED?: string;
   WHISPER_THREADS?: string;
@@ -62,6 +66,7 @@ const limitsSchema = z.object({
   FESTIVAL_MAX_QUEUED_PER_CALL: wholeNumber(1, 1000).default(FESTIVAL_DEFAULT_MAX_QUEUED_PER_CALL),
   POCKETSPHINX_MAX_PROCESSES: wholeNumber(1, 1000).default(POCKETSPHINX_DEFAULT_MAX_PROCESSES),
   POCKETSPHINX_MAX_WAIT_MS: wholeNumber(0, 60_000).default(POCKETSPHINX_DEFAULT_MAX_WAIT_MS),
+  POCKETSPHINX_WARM_DECODERS: wholeNumber(0, 1000).default(POCKETSPHINX_DEFAULT_WARM_DECODERS),
 });
 
 export type SpeechLimits = z.infer<typeof limitsSchema>;
@@ -172,6 +177,19 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
       : undefined;
   const sttBinary = requireProgram(lookUp, 'STT_PROVIDER', sttCloud ?? stt, 'pocketsphinx_continuous', 'pocketsphinx pocketsphinx-en-us');
   for (const file of Object.values(pocketsphinxModelFiles(POCKETSPHINX_MODEL_DIR))) requireFile('STT_PROVIDER', sttCloud ?? stt, file, 'pocketsphinx-en-us');
+  // Warm decoders for free speech run in python3 (the standard library only); 0 starts pocketsphinx_continuous per utterance.
+  const python =
+    limits.POCKETSPHINX_WARM_DECODERS > 0 && (stt === 'pocketsphinx' || tableUses(table, 'pocketsphinx'))
+      ? requireProgram(lookUp, 'POCKETSPHINX_WARM_DECODERS', String(limits.POCKETSPHINX_WARM_DECODERS), (config.PYTHON3 ?? '').trim() || 'python3', 'python3')
+      : undefined;
+  const pocketsphinxOptions = {
+    binary: sttBinary,
+    modelDir: POCKETSPHINX_MODEL_DIR,
+    maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES,
+    maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
+    python,
+    warmDecoders: limits.POCKETSPHINX_WARM_DECODERS,
+  };
 
   // Piper's worker is started on warm-up (or its first line), not here.
   const synthesizer: SpeechSynthesizer =
@@ -184,18 +202,13 @@ export function createSpeechEngines(config: SpeechEnginesConfig = {}, lookUp: Pr
   const recognizer: SpeechRecognizer =
     stt === 'whisper'
       ? new WhisperRecognizer(whisper)
-      : new PocketsphinxRecognizer({
-          binary: sttBinary,
-          modelDir: POCKETSPHINX_MODEL_DIR,
-          maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES,
-          maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS,
-        });
+      : new PocketsphinxRecognizer(pocketsphinxOptions);
 
   // The engines the table sends answers to besides STT_PROVIDER's; an auto-chosen Whisper starts with the first phone answer.
   const extraWhisper = stt !== 'whisper' && tableUses(table, 'whisper') ? new WhisperRecognizer(whisperSettings(config, true, stopStartUp)) : undefined;
   const extraPocketsphinx =
     stt !== 'pocketsphinx' && tableUses(table, 'pocketsphinx')
-      ? new PocketsphinxRecognizer({ binary: sttBinary, modelDir: POCKETSPHINX_MODEL_DIR, maxProcesses: limits.POCKETSPHINX_MAX_PROCESSES, maxWaitMs: limits.POCKETSPHINX_MAX_WAIT_MS })
+      ? new PocketsphinxRecognizer(pocketsphinxOptions)
       : undefined;
   const offline = {
     pocketsphinx: stt === 'pocketsphinx' ? recognizer : extraPocketsphinx,

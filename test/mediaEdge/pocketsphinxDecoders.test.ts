@@ -1,0 +1,150 @@
+// pocketsphinx's warm decoders for free speech (pocketsphinxDecoders.ts, pocketsphinx_worker.py)
+// on real audio: answers one after another on one decoder loaded once, each heard exactly as
+// a new pocketsphinx_continuous hears it; an abandoned answer or a dead worker; the setting.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { sliceFrames } from '../../src/mediaEdge/audio/frames.js';
+import { findExecutable } from '../../src/mediaEdge/speech/engineProcess.js';
+import type { AnswerHint } from '../../src/mediaEdge/speech/interfaces.js';
+import { PocketsphinxRecognizer } from '../../src/mediaEdge/speech/pocketsphinx.js';
+import { WarmDecoders } from '../../src/mediaEdge/speech/pocketsphinxDecoders.js';
+import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { onLine, spoken } from '../support/spokenAudio.js';
+
+const python = findExecutable(process.env.PYTHON3 ?? 'python3');
+const converse: AnswerHint = { expect: 'free', latency: 'low' };
+
+async function recognise(recognizer: PocketsphinxRecognizer, text: string, hint: AnswerHint): Promise<string> {
+  const session = recognizer.start({ hint });
+  for (const frame of sliceFrames(onLine(await spoken(text), 200, 300))) session.write(frame);
+  return (await session.finish()).text;
+}
+
+/** The warm decoders this process runs now: its python children running the worker. */
+function workerPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('pocketsphinx_worker.py')) pids.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+describe('pocketsphinx warm decoders', () => {
+  const warm = new PocketsphinxRecognizer({ python, warmDecoders: 2 });
+  const perUtterance = new PocketsphinxRecognizer();
+  after(() => Promise.all([warm.close(), perUtterance.close()]));
+
+  it('free answers one after another share one decoder, loaded once, and each is heard as a new pocketsphinx_continuous hears it', async () => {
+    assert.ok(python, 'python3 is installed');
+    const first = await recognise(warm, 'I would like to come on Monday.', converse);
+    await recognise(warm, 'I am calling about my appointment tomorrow.', converse);
+    // The same answer again, after another line taught the decoder its cepstral mean: heard as the first time.
+    const again = await recognise(warm, 'I would like to come on Monday.', converse);
+    assert.deepEqual(warm.decoders!.stats, { started: 1, reused: 2 });
+    assert.equal(again, first);
+    assert.equal(first, await recognise(perUtterance, 'I would like to come on Monday.', converse));
+    assert.equal(await recognise(warm, 'my name is john smith', converse), 'my name is john smith');
+    // The ask step's free answer (both decoding passes) is a decoder of its own arguments.
+    assert.equal(await recognise(warm, 'my name is john smith', { expect: 'free' }), 'my name is john smith');
+    assert.equal(warm.decoders!.stats.started, 2);
+    assert.equal(warm.decoders!.idleCount, 2, 'both kept warm');
+  });
+
+  it('an abandoned answer (the caller hung up mid-word) leaves its decoder clean for the next caller', async () => {
+    const before = { ...warm.decoders!.stats };
+    const words = sliceFrames(onLine(await spoken('I am calling about my appointment tomorrow.'), 200, 0));
+    const cut = warm.start({ hint: converse });
+    // Half the words reach the decoder itself (not the session's backlog), then the call ends.
+    while (warm.decoders!.busyCount === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const frame of words.slice(0, Math.floor(words.length / 2))) cut.write(frame);
+    cut.abort();
+    await assert.rejects(cut.finish(), /recognition aborted/);
+    assert.equal(await recognise(warm, 'my name is john smith', converse), 'my name is john smith');
+    assert.equal(warm.decoders!.stats.started, before.started, 'no decoder started');
+    assert.equal(warm.decoders!.stats.reused, before.reused + 2);
+  });
+
+  it('a worker that dies fails the answer it held, and is not used again', async () => {
+    const started = warm.decoders!.stats.started;
+    const session = warm.start({ hint: converse });
+    for (const frame of sliceFrames(onLine(await spoken('my name is john smith'), 200, 0)).slice(0, 20)) session.write(frame);
+    // Once the session holds its decoder, every worker dies (the idle ones are not used again either).
+    while (warm.decoders!.busyCount === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const pid of workerPids()) process.kill(pid, 'SIGKILL');
+    await assert.rejects(session.finish(), /pocketsphinx worker exited/);
+    assert.equal(await recognise(warm, 'my name is john smith', converse), 'my name is john smith');
+    assert.equal(warm.decoders!.stats.started, started + 1, 'a new decoder for the next answer');
+  });
+});
+
+describe('the warm decoder pipe', () => {
+  it('sends the audio in 100 ms batches, and what is left of the last one with the end of the utterance', async () => {
+    // A stand-in worker that answers each utterance with the sizes of the audio messages it got.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'decoder-pipe-'));
+    const script = path.join(dir, 'sizes.py');
+    writeFileSync(
+      script,
+      [
+        'import struct, sys',
+        'print("ready", flush=True)',
+        'sizes = []',
+        'while True:',
+        '    header = sys.stdin.buffer.read(5)',
+        '    if len(header) < 5: break',
+        '    n = struct.unpack("<I", header[1:])[0]',
+        '    sys.stdin.buffer.read(n)',
+        '    if header[:1] == b"A": sizes.append(str(n))',
+        '    else:',
+        '        print("text " + " ".join(sizes) if header[:1] == b"E" else "abandoned", flush=True)',
+        '        sizes = []',
+      ].join('\n'),
+    );
+    const decoders = new WarmDecoders({ python: python!, script, maxIdle: 1 });
+    try {
+      const decoder = await decoders.acquire(['-stand-in']);
+      for (let i = 0; i < 12; i++) decoder.write(Buffer.alloc(640)); // 12 frames of 20 ms
+      assert.equal(await decoder.finish(), '3200 3200 1280');
+      for (let i = 0; i < 3; i++) decoder.write(Buffer.alloc(640));
+      await decoder.abandon(); // an abandoned utterance's unsent audio is dropped
+      decoder.write(Buffer.alloc(640));
+      assert.equal(await decoder.finish(), '640');
+    } finally {
+      await decoders.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('POCKETSPHINX_WARM_DECODERS', () => {
+  it('sets how many warm decoders the edge keeps (default 8); 0 starts pocketsphinx_continuous per utterance; a bad value is named', async () => {
+    const byDefault = createSpeechEngines({});
+    assert.ok((byDefault.recognizer as PocketsphinxRecognizer).decoders, 'warm decoders by default');
+    await byDefault.close();
+    const none = createSpeechEngines({ POCKETSPHINX_WARM_DECODERS: '0' });
+    assert.equal((none.recognizer as PocketsphinxRecognizer).decoders, undefined);
+    await none.close();
+    for (const [value, message] of [
+      ['-1', 'must be at least 0'],
+      ['some', 'must be a number'],
+    ]) {
+      assert.throws(
+        () => createSpeechEngines({ POCKETSPHINX_WARM_DECODERS: value }),
+        (err: Error) => err instanceof SpeechConfigError && err.variable === 'POCKETSPHINX_WARM_DECODERS' && err.message === `POCKETSPHINX_WARM_DECODERS ${message} (got "${value}")`,
+      );
+    }
+    assert.throws(
+      () => createSpeechEngines({}, (name) => (name === 'python3' ? undefined : `/usr/bin/${name}`)),
+      (err: Error) => err instanceof SpeechConfigError && err.variable === 'POCKETSPHINX_WARM_DECODERS' && /needs the program python3/.test(err.message),
+    );
+  });
+});

@@ -45,6 +45,22 @@ function mediaGone(callId: string, reason: ChannelCloseReason | undefined, start
   return ApplicationFailure.create({ message: `Call ${callId} has no media: ${why}`, type: CALL_MEDIA_LOST, nonRetryable: true, details });
 }
 
+/** Runs `work` while the activity heartbeats, its controller aborted when the workflow cancels the activity. */
+async function whileHeartbeating<T>(work: (abort: AbortController, cancelled: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const abort = new AbortController();
+  const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
+  ctx.cancellationSignal.addEventListener('abort', onCancel);
+  const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
+  ctx.heartbeat();
+  try {
+    return await work(abort, ctx.cancellationSignal);
+  } finally {
+    clearInterval(heartbeat);
+    ctx.cancellationSignal.removeEventListener('abort', onCancel);
+  }
+}
+
 /**
  * Runs `work` for the call while heartbeating; aborts it when the workflow cancels the
  * activity or the call's media ends, and turns the end of the media into its failure.
@@ -52,29 +68,21 @@ function mediaGone(callId: string, reason: ChannelCloseReason | undefined, start
 async function withCallMedia<T>(calls: LiveCalls, callId: string, work: (call: LiveCall, signal: AbortSignal) => Promise<T>, saidSoFar?: () => string | undefined): Promise<T> {
   const call = calls.get(callId);
   if (!call) throw mediaGone(callId, calls.endingOf(callId), false);
-  const ctx = Context.current();
-  const abort = new AbortController();
-  const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
-  ctx.cancellationSignal.addEventListener('abort', onCancel);
-  const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
-  ctx.heartbeat();
-  let closedReason: ChannelCloseReason | undefined;
-  const closed = call.channel.closed.then((reason) => {
-    closedReason = reason;
-    abort.abort(new Error(`media closed: ${reason}`));
-    return reason;
+  return whileHeartbeating(async (abort, cancelled) => {
+    let closedReason: ChannelCloseReason | undefined;
+    const closed = call.channel.closed.then((reason) => {
+      closedReason = reason;
+      abort.abort(new Error(`media closed: ${reason}`));
+      return reason;
+    });
+    try {
+      return await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason, true, saidSoFar?.())))]);
+    } catch (err) {
+      if (cancelled.aborted) throw err;
+      if (closedReason) throw mediaGone(callId, closedReason, true, saidSoFar?.());
+      throw err;
+    }
   });
-  try {
-    const result = await Promise.race([work(call, abort.signal), closed.then((reason) => Promise.reject(mediaGone(callId, reason, true, saidSoFar?.())))]);
-    return result;
-  } catch (err) {
-    if (ctx.cancellationSignal.aborted) throw err;
-    if (closedReason) throw mediaGone(callId, closedReason, true, saidSoFar?.());
-    throw err;
-  } finally {
-    clearInterval(heartbeat);
-    ctx.cancellationSignal.removeEventListener('abort', onCancel);
-  }
 }
 
 export function createMediaEdgeActivities(deps: {
@@ -138,23 +146,17 @@ export function createMediaEdgeActivities(deps: {
       const call = deps.calls.get(input.callId);
       if (!call) throw mediaGone(input.callId, deps.calls.endingOf(input.callId), false);
       if (!deps.transfers) return { outcome: 'not_answered', reason: 'this media edge has no SIP trunk to dial the person through' };
-      const ctx = Context.current();
-      const abort = new AbortController();
-      const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
-      ctx.cancellationSignal.addEventListener('abort', onCancel);
-      const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
-      ctx.heartbeat();
-      try {
-        const result = await deps.transfers.transfer(call, input, abort.signal);
-        deps.logger.info({ callId: input.callId, stepId: input.stepId, outcome: result.outcome }, 'transfer settled');
-        return result;
-      } catch (err) {
-        if (err instanceof CallerLeftError) throw mediaGone(input.callId, err.reason, true);
-        throw err;
-      } finally {
-        clearInterval(heartbeat);
-        ctx.cancellationSignal.removeEventListener('abort', onCancel);
-      }
+      const transfers = deps.transfers;
+      return whileHeartbeating(async (abort) => {
+        try {
+          const result = await transfers.transfer(call, input, abort.signal);
+          deps.logger.info({ callId: input.callId, stepId: input.stepId, outcome: result.outcome }, 'transfer settled');
+          return result;
+        } catch (err) {
+          if (err instanceof CallerLeftError) throw mediaGone(input.callId, err.reason, true);
+          throw err;
+        }
+      });
     },
   };
 }

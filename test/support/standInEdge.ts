@@ -6,6 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import type { ConverseVoice } from '../../src/mediaEdge/conversation/converseTurn.js';
 import { callEventSignal, callWorkflowId, mediaEdgeTaskQueue, type MediaEdgeActivities } from '../../workflows/contracts.js';
 
 /** What every stand-in edge records. */
@@ -67,4 +68,25 @@ export async function scheduleWebCall(deps: CallServiceDeps, teamId: string, scr
   const contact = await getOrCreateSharedWebContact(deps.pool, teamId);
   if (firstName !== undefined) await deps.pool.query('UPDATE contacts SET first_name = $2 WHERE id = $1', [contact.id, firstName]);
   return (await scheduleCall(deps, { teamId, scriptId, contact: { id: contact.id }, type: 'web' })).callId;
+}
+
+/**
+ * A converse turn's voice for a stand-in edge (runConverseTurn): every sentence played at once
+ * (each turn's words pushed to `spoken`, when given), and a caller who answers `callerLines` in
+ * order, then stays silent. One per call: the lines go on from turn to turn.
+ */
+export function scriptedCallerVoice(callerLines: string[], spoken?: string[]): ConverseVoice {
+  const lines = [...callerLines];
+  return {
+    async speakSentences(source) {
+      const said: string[] = [];
+      for (let s = await source.next(); s !== undefined; s = await source.next()) said.push(s);
+      if (spoken && said.length) spoken.push(said.join(' '));
+      return { said: said.join(' '), interrupted: false };
+    },
+    async listen() {
+      const text = lines.shift();
+      return text === undefined ? { kind: 'silence' } : { kind: 'utterance', text };
+    },
+  };
 }

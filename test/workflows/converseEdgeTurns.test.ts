@@ -26,7 +26,7 @@ import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
 import { startFakeChatCompletions, type FakeChatCompletions, type FakeReply } from '../support/fakeChatCompletions.js';
 import { LoopbackChannel } from '../support/loopbackChannel.js';
 import { storeCheckedScript } from '../support/scripts.js';
-import { answerOnEdge, scheduleWebCall, startStandInEdge } from '../support/standInEdge.js';
+import { answerOnEdge, scheduleWebCall, scriptedCallerVoice, startStandInEdge } from '../support/standInEdge.js';
 import type { ConverseTurnInput } from '../../workflows/converseContracts.js';
 
 const FIRST_SENTENCE = 'We have openings on Monday at nine in the morning.';
@@ -102,24 +102,10 @@ test('the edge asks each next model turn as soon as the caller has answered, exa
   let askedEarly = 0;
   const earlyTurns = new EarlyModelTurns();
   const llm = new ChatCompletionsClient({ baseUrl: fake.baseUrl, model: 'fake-model', timeoutMs: 20_000 });
+  const voice = scriptedCallerVoice(lines);
   const edge = await startStandInEdge(calls.env, {}, () => ({
     async converseTurn(input: ConverseTurnInput) {
-      const result = await runConverseTurn(
-        { llm, checkArguments: () => undefined, earlyTurns },
-        {
-          async speakSentences(source) {
-            const said: string[] = [];
-            for (let s = await source.next(); s !== undefined; s = await source.next()) said.push(s);
-            return { said: said.join(' '), interrupted: false };
-          },
-          async listen() {
-            const text = lines.shift();
-            return text === undefined ? { kind: 'silence' } : { kind: 'utterance', text };
-          },
-        },
-        input,
-        new AbortController().signal,
-      );
+      const result = await runConverseTurn({ llm, checkArguments: () => undefined, earlyTurns }, voice, input, new AbortController().signal);
       if (result.timings?.askedEarlyMs !== undefined) askedEarly++;
       return result;
     },

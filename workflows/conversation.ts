@@ -119,6 +119,8 @@ export interface CallContext {
   loadContext(): Promise<CallContextData>;
   /** Whether cancel-call reached the workflow (a phone call on the SIP trunk may be cancelled in progress). */
   cancelRequested?(): boolean;
+  /** The simulated callee's script steps show in one memo upsert per workflow task (ScriptRuntimeHost.memoOncePerTask). */
+  memoOncePerTask?: boolean;
 }
 
 export interface ConversationOutcome {
@@ -209,6 +211,7 @@ async function runScriptedConversation(ctx: CallContext, plan: SimulatedCallPlan
     callId: ctx.input.callId,
     region: context.region,
     voice: simulatedVoice(ctx.input.callId, plan.answers ? { answers: plan.answers, data } : undefined),
+    memoOncePerTask: ctx.memoOncePerTask,
     appendTurns: async (turns) => {
       held.turns.push(...turns);
     },

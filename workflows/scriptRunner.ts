@@ -8,7 +8,9 @@
  * workflow. Every step's turns and System Notes go to the host as it goes (which writes
  * them, or holds them until the next I/O step or the end: host.flush), and each step's
  * outcome is upserted into the workflow memo `script_step`, so the history in the Temporal
- * UI shows one event per step with what happened.
+ * UI shows what happened at each step: one event per step, or, for a voice that answers
+ * within the workflow task (the simulator's), one event for the steps run together, which
+ * also lists them in `script_steps`.
  */
 import { proxyActivities, upsertMemo } from '@temporalio/workflow';
 import type { ScriptActivities } from '../activities/scripts.js';
@@ -50,6 +52,14 @@ const { callWebhook } = proxyActivities<ScriptActivities>({
 /** A script stops after this many steps (a loop that never reaches an end). */
 export const MAX_SCRIPT_STEPS = 200;
 
+/** What the memo shows of a step run: `script_step`, and each entry of `script_steps`. */
+export interface ScriptStepMemo {
+  n: number;
+  id: string;
+  type: string;
+  outcome: Record<string, unknown>;
+}
+
 /** What an ask step hands the voice: the question, how to hear the answer, and what a simulated callee knows. */
 export interface VoiceQuestion {
   stepId: string;
@@ -62,6 +72,8 @@ export interface VoiceQuestion {
   /** contact.*, objects.* and call.* of the call (a simulated callee answers from them). */
   scope: Scope;
   simulatedAnswers: Record<string, string>;
+  /** A voice that answers in the task calls this before it waits on the outside after all (the memo of the steps run so far goes out first). */
+  beforeWait?: () => void;
 }
 
 /** What a transfer step hands the voice: the person to reach, how, and what to tell them. */
@@ -87,6 +99,12 @@ export interface ScriptVoice {
   transfer?(request: VoiceTransfer): Promise<TransferCallerResult>;
   /** One model turn of a converse step (docs/agents.md); absent: the call cannot hold a model conversation (the step fails). */
   converse?: ConverseTurn;
+  /**
+   * Says and asks without leaving the workflow task (the simulator's callee answering from its
+   * plan): the steps run together, so their memo is upserted once for all of them, before a
+   * step that waits on the outside (a webhook, an ask the plan does not answer) and at the end.
+   */
+  answersInTask?: boolean;
 }
 
 /** Where the runtime writes what happens, and how it speaks; the call workflow's seam provides it. */
@@ -101,6 +119,12 @@ export interface ScriptRuntimeHost {
   flush?(): Promise<void>;
   /** DEFAULT_PHONE_REGION when the host knows it (with the call's context); else read by the scriptRuntimeSettings activity. */
   region?: string;
+  /**
+   * One memo upsert for the steps run in one workflow task when the voice answers in the task
+   * (ScriptVoice.answersInTask). The call workflow's live runs ask for it through their input
+   * (docs/scripts.md); other runs, and runs recorded before, upsert once per step.
+   */
+  memoOncePerTask?: boolean;
   /** Default: the simulated callee. */
   voice?: ScriptVoice;
 }
@@ -116,10 +140,12 @@ export function simulatedVoice(callId: string, planned?: { answers: Record<strin
   const start = planned ? initialScope(planned.data) : undefined;
   const known = start ? JSON.stringify({ contact: start.contact, objects: start.objects, call: start.call }) : undefined;
   return {
+    answersInTask: true,
     say: async () => {},
     ask: async (q) => {
       const answer = planned?.answers[q.stepId];
       if (answer !== undefined && JSON.stringify(q.scope) === known) return { text: answer, reprompts: [] };
+      q.beforeWait?.();
       const { text } = await simulateCalleeAnswer({
         callId,
         stepId: q.stepId,
@@ -181,6 +207,14 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
   let transferred: ScriptRunResult['transferred'];
   let stepsRun = 0;
   const budget = modelBudget(script.model_limits, MODEL_LIMIT_DEFAULTS);
+  // Steps run in one workflow task show in one memo upsert: each upsert is a history event
+  // and a visibility write of Temporal's (docs/benchmarks.md, "Where a call's CPU goes").
+  const memoOncePerTask = host.memoOncePerTask === true && voice.answersInTask === true;
+  const unshown: ScriptStepMemo[] = [];
+  const showSteps = () => {
+    if (unshown.length === 0) return;
+    upsertMemo({ script_step: unshown[unshown.length - 1], script_steps: unshown.splice(0) });
+  };
 
   while (current) {
     if (stepsRun >= MAX_SCRIPT_STEPS) {
@@ -217,6 +251,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
           // What the callee knows: their own record, not the script's working variables.
           scope: { contact: scope.contact, objects: scope.objects, call: scope.call },
           simulatedAnswers: script.simulated_answers,
+          ...(memoOncePerTask ? { beforeWait: showSteps } : {}),
         });
         turns.push({ role: 'agent', text: question }, ...heard.reprompts.map((text): TranscriptTurn => ({ role: 'agent', text })));
         if (heard.text !== null) turns.push({ role: 'user', text: heard.text, variable: step.variable, expect: step.expect });
@@ -230,6 +265,7 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
         break;
       }
       case 'webhook': {
+        showSteps();
         await host.flush?.();
         const result = await callWebhook({
           callId: host.callId,
@@ -380,9 +416,12 @@ export async function runScript(parsed: CheckedScript, data: ScriptCallData, hos
     transcript.push(...turns);
     if (turns.length) await host.appendTurns(turns.map(plainTurn));
     if (notes.length) await host.appendSystemNotes(notes);
-    upsertMemo({ script_step: { n: stepsRun, id: step.id, type: step.type, outcome } });
+    const shown: ScriptStepMemo = { n: stepsRun, id: step.id, type: step.type, outcome };
+    if (memoOncePerTask) unshown.push(shown);
+    else upsertMemo({ script_step: shown });
     current = next === undefined ? undefined : steps.get(next);
   }
+  showSteps();
 
   const objectives = evaluateObjectives(script, scope, visited, completed);
   const structuredData = collectStructuredData(script, scope);

@@ -95,6 +95,14 @@ export function localActivityResults(history: History, type: string): unknown[] 
   return results;
 }
 
+/** The memo of each memo upsert (Workflow Properties Modified event) in a history, in order, its fields decoded. */
+export function memoUpserts(history: History): Record<string, unknown>[] {
+  return (history.events ?? [])
+    .map((e) => e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields)
+    .filter((fields) => fields !== undefined && fields !== null)
+    .map((fields) => Object.fromEntries(Object.entries(fields).map(([key, p]) => [key, p.data ? JSON.parse(Buffer.from(p.data).toString()) : null])));
+}
+
 /** The steps of a history in order (historyStep of each event that is one). */
 export function historySteps(history: History): string[] {
   return (history.events ?? []).map(historyStep).filter((s): s is string => s !== undefined);

@@ -5,8 +5,12 @@
 // calls that talk. The time-skipping server, the real activities over the test database, the
 // simulator.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
@@ -21,10 +25,13 @@ import { createWorker, liveCallTaskQueue, workflowBundle } from '../../src/tempo
 import { callEventSignal, callWorkflowId } from '../../workflows/contracts.js';
 import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, historySteps } from '../support/calls.js';
+import { callResultOrStuck, callRow, callTestConfig, historySteps, memoUpserts } from '../support/calls.js';
 import { scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
 import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
+const { History } = proto.temporal.api.history.v1;
+// Recorded runs join the call histories that callWorkflowLifecycle replays.
+const HISTORIES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'callHistories');
 const config = callTestConfig();
 const LIVE = liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE);
 let env: TestWorkflowEnvironment;
@@ -113,6 +120,54 @@ test('the runs of a call that moved to the live-call queue replay on the current
     assert.equal(replayed, undefined);
   }
 });
+
+test("an admitted call's live run starts showing in-progress and shows the script's steps run in one task in one memo upsert; both runs replay", WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const call = await scheduleSimulatedCall(deps, team, '1237');
+  assert.equal((await callResultOrStuck(pool, plain, call.callId, 60_000)).status, 'completed');
+  const [admission, live] = await runsOf(call.callId);
+  await recordRun(admission, 'admission-run-continued');
+  await recordRun(live, 'live-run-memo-once');
+
+  // The continue-as-new carried the call's search attributes with CallStatus in-progress: the
+  // live run upserts only its terminal status.
+  const startedWith = live.events[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {};
+  const keyword = (name: string) => {
+    const data = startedWith[name]?.data;
+    return data ? JSON.parse(Buffer.from(data).toString()) : undefined;
+  };
+  assert.equal(keyword('CallStatus'), 'in-progress');
+  assert.equal(keyword('TeamId'), team.teamId, "the call's other search attributes go on");
+  assert.equal(keyword('CallId'), call.callId);
+  const statusUpserts = live.events
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CallStatus?.data)
+    .filter((data) => data)
+    .map((data) => JSON.parse(Buffer.from(data!).toString()));
+  assert.deepEqual(statusUpserts, ['completed'], 'no upsert of the in-progress the run started with');
+
+  // The simulated callee answered every step in one task: one memo upsert lists them, the last as script_step.
+  const memos = memoUpserts({ events: live.events });
+  assert.equal(memos.length, 1, `one memo upsert for the steps run together: ${JSON.stringify(memos)}`);
+  const shown = memos[0].script_steps as { n: number; id: string; outcome: Record<string, unknown> }[];
+  assert.deepEqual(
+    shown.map((step) => [step.n, step.id]),
+    [[1, 'greet'], [2, 'ask_name'], [3, 'ask_dob'], [4, 'verify'], [5, 'route'], [6, 'not_verified'], [7, 'goodbye']],
+  );
+  assert.equal(shown[1].outcome.answer, 'Ada Lovelace', "each step's outcome");
+  assert.deepEqual(memos[0].script_step, shown[6], 'script_step is the last step run, as before');
+
+  const bundle = await workflowBundle();
+  for (const run of [admission, live]) {
+    assert.equal(await Worker.runReplayHistory({ workflowBundle: bundle }, { events: run.events }, `${callWorkflowId(call.callId)}-${run.runId}`), undefined);
+  }
+});
+
+/** With RECORD_CALL_HISTORIES=1 (or naming it): keeps a run's history for the replay test of callWorkflowLifecycle. */
+async function recordRun(run: { events: Events }, name: string): Promise<void> {
+  const record = process.env.RECORD_CALL_HISTORIES ?? '';
+  if (record !== '1' && !record.split(',').includes(name)) return;
+  writeFileSync(path.join(HISTORIES_DIR, `call-${name}.bin`), History.encode({ events: run.events }).finish());
+}
 
 /** The call's one run started on the live-call queue, and every workflow task of it ran there (or on its worker's sticky queue). */
 async function ranOnTheLiveQueueAlone(callId: string): Promise<void> {

@@ -38,6 +38,18 @@ after(async () => {
   await env?.teardown();
 });
 
+/** `batches show --json` of the batch, asked every 500 ms until it says completed (within a minute). */
+async function shownOnceCompleted(batchId: string): Promise<any> {
+  const deadline = Date.now() + 60_000;
+  let shown: any;
+  do {
+    await new Promise((r) => setTimeout(r, 500));
+    shown = await adminJson(['batches', 'show', batchId]);
+  } while (shown.status !== 'completed' && Date.now() < deadline);
+  assert.equal(shown.status, 'completed');
+  return shown;
+}
+
 describe('batches commands', () => {
   test('batches create runs a batch to completed; batches show --json reports its progress by call status', async () => {
     const { listId } = await listWithContacts(pool, team.teamId, 3);
@@ -46,13 +58,7 @@ describe('batches commands', () => {
     assert.equal(created.status, 'scheduled');
     assert.equal(created.workflow_id, `batch-${created.batch_id}`);
 
-    let shown: any;
-    const deadline = Date.now() + 60_000;
-    do {
-      await new Promise((r) => setTimeout(r, 500));
-      shown = await adminJson(['batches', 'show', created.batch_id]);
-    } while (shown.status !== 'completed' && Date.now() < deadline);
-    assert.equal(shown.status, 'completed');
+    const shown = await shownOnceCompleted(created.batch_id);
     assert.equal(shown.end_reason, 'all_called');
     assert.deepEqual(shown.progress, { total: 3, pending: 0, calling: 0, in_progress: 0, skipped: 0, skipped_dnc: 0, done: { completed: 3 }, done_total: 3, attempts: 3 });
     assert.equal(shown.list_id, listId);
@@ -87,13 +93,7 @@ describe('batches commands', () => {
     assert.deepEqual(created.calling_window, { days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '24:00' });
     assert.equal(created.calling_window_set, true);
     assert.deepEqual(created.retry_policy, { voicemail: { max_attempts: 2, delay_seconds: 600 } });
-    let shown: any;
-    const deadline = Date.now() + 60_000;
-    do {
-      await new Promise((r) => setTimeout(r, 500));
-      shown = await adminJson(['batches', 'show', created.batch_id]);
-    } while (shown.status !== 'completed' && Date.now() < deadline);
-    assert.equal(shown.status, 'completed');
+    const shown = await shownOnceCompleted(created.batch_id);
     assert.equal(shown.progress.skipped, 1);
     assert.equal(shown.progress.skipped_dnc, 1);
     assert.equal(shown.progress.done_total, 2);

@@ -93,26 +93,34 @@ function fileStamp(file) {
   return `${st.size}:${Math.trunc(st.mtimeMs)}`;
 }
 
-/** Runs a command to completion; output goes to `logFile` (or is inherited). Throws on failure. */
-function run(cmd, args, { env, cwd = ROOT, logFile, what } = {}) {
+/**
+ * Runs a command to completion; output goes to `logFile` (or is inherited). Rejects on
+ * failure. Asynchronous, so that the installing steps can run at once (main()).
+ */
+async function run(cmd, args, { env, cwd = ROOT, logFile, what } = {}) {
   const fd = logFile ? openSync(logFile, 'w') : undefined;
+  let res;
   try {
-    const res = spawnSync(cmd, args, {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', fd ?? 'inherit', fd ?? 'inherit'],
+    res = await new Promise((resolve) => {
+      const child = spawn(cmd, args, {
+        cwd,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', fd ?? 'inherit', fd ?? 'inherit'],
+      });
+      child.once('error', (error) => resolve({ error }));
+      child.once('exit', (status, signal) => resolve({ status, signal }));
     });
-    if (res.error) throw new BootstrapError(`${what ?? cmd} could not run: ${res.error.message}`);
-    if (res.status !== 0) {
-      let tail = '';
-      if (logFile) {
-        const lines = (readText(logFile) ?? '').trimEnd().split('\n');
-        tail = `\n--- last lines of ${path.relative(ROOT, logFile)} ---\n${lines.slice(-25).join('\n')}`;
-      }
-      throw new BootstrapError(`${what ?? cmd} failed (exit ${res.status ?? res.signal})${tail}`);
-    }
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+  if (res.error) throw new BootstrapError(`${what ?? cmd} could not run: ${res.error.message}`);
+  if (res.status !== 0) {
+    let tail = '';
+    if (logFile) {
+      const lines = (readText(logFile) ?? '').trimEnd().split('\n');
+      tail = `\n--- last lines of ${path.relative(ROOT, logFile)} ---\n${lines.slice(-25).join('\n')}`;
+    }
+    throw new BootstrapError(`${what ?? cmd} failed (exit ${res.status ?? res.signal})${tail}`);
   }
 }
 
@@ -188,7 +196,7 @@ let aptUpdated = false;
 function canApt() {
   return process.getuid?.() === 0 && Boolean(which('apt-get'));
 }
-function aptInstall(packages) {
+async function aptInstall(packages) {
   acquireLock();
   mkdirSync(LOGS, { recursive: true });
   const logFile = path.join(LOGS, 'apt.log');
@@ -196,11 +204,11 @@ function aptInstall(packages) {
   const wait = ['-o', 'DPkg::Lock::Timeout=600'];
   if (!aptUpdated) {
     log('apt-get update');
-    run('apt-get', [...wait, 'update'], { env, logFile, what: 'apt-get update' });
+    await run('apt-get', [...wait, 'update'], { env, logFile, what: 'apt-get update' });
     aptUpdated = true;
   }
   log(`apt-get install -y ${packages.join(' ')}`);
-  run('apt-get', [...wait, 'install', '-y', '--no-install-recommends', ...packages], {
+  await run('apt-get', [...wait, 'install', '-y', '--no-install-recommends', ...packages], {
     env, logFile, what: `apt-get install ${packages.join(' ')}`,
   });
 }
@@ -244,7 +252,7 @@ function installedTreeMatches(lockText) {
   }
 }
 
-function ensureNpmDependencies() {
+async function ensureNpmDependencies() {
   const { lock, stamp } = npmWanted();
   // A package folder deleted since the install leaves npm's record as it was: look at the folders too.
   const missing = () => missingLockedPackages(ROOT, lock);
@@ -268,7 +276,7 @@ function ensureNpmDependencies() {
   mkdirSync(LOGS, { recursive: true });
   const ciLog = path.join(LOGS, 'npm-ci.log');
   try {
-    run(cmd, [...args, 'ci', ...flags], { what: 'npm ci', logFile: ciLog });
+    await run(cmd, [...args, 'ci', ...flags], { what: 'npm ci', logFile: ciLog });
   } catch (err) {
     // `npm ci` insists that the lock lists every optional platform package of every
     // dependency (e.g. @swc/core-darwin-arm64). A lock made where the registry does not
@@ -276,7 +284,7 @@ function ensureNpmDependencies() {
     // node_modules. `npm install --no-save` then installs the very versions of the lock.
     if (!/can only install packages when your package\.json and package-lock\.json/.test(readText(ciLog) ?? '')) throw err;
     log('npm ci rejects the lock (it lacks optional packages of other platforms); installing the locked versions with npm install --no-save…');
-    run(cmd, [...args, 'install', '--no-save', ...flags], { what: 'npm install' });
+    await run(cmd, [...args, 'install', '--no-save', ...flags], { what: 'npm install' });
     if (readText(path.join(ROOT, 'package-lock.json')) !== lock) {
       writeFileSync(path.join(ROOT, 'package-lock.json'), lock);
       log('warning: npm install wanted to change package-lock.json; restored the committed one');
@@ -331,7 +339,7 @@ function noGoMessage(reason) {
   ].filter(Boolean).join('\n');
 }
 
-function ensureTemporalCli() {
+async function ensureTemporalCli() {
   if (!TEST && process.env.TEMPORAL_ADDRESS) return 'skipped (TEMPORAL_ADDRESS is set)';
   if (process.env.TEMPORAL_CLI_PATH) {
     if (!isExecutable(process.env.TEMPORAL_CLI_PATH)) throw new BootstrapError(`TEMPORAL_CLI_PATH=${process.env.TEMPORAL_CLI_PATH} is not an executable file`);
@@ -367,7 +375,7 @@ function ensureTemporalCli() {
     env.GOPATH = path.join(TOOLS, 'go');
     env.GOCACHE = path.join(TOOLS, 'go', 'cache');
   }
-  run(go, ['install', `${TEMPORAL_CLI_MODULE}@v${TEMPORAL_CLI_VERSION}`], {
+  await run(go, ['install', `${TEMPORAL_CLI_MODULE}@v${TEMPORAL_CLI_VERSION}`], {
     env, logFile: path.join(LOGS, 'go-install.log'), what: 'go install of the Temporal CLI',
   });
   if (!isExecutable(TEMPORAL_BIN)) throw new BootstrapError(`go install succeeded but ${TEMPORAL_BIN} is missing`);
@@ -413,7 +421,7 @@ function ensureJavaAndMaven() {
   ].join('\n'));
 }
 
-function ensureTestServerJars() {
+async function ensureTestServerJars() {
   if (process.env.TEMPORAL_TEST_SERVER_EXECUTABLE) {
     if (!isExecutable(process.env.TEMPORAL_TEST_SERVER_EXECUTABLE)) throw new BootstrapError(`TEMPORAL_TEST_SERVER_EXECUTABLE=${process.env.TEMPORAL_TEST_SERVER_EXECUTABLE} is not an executable file`);
     return 'external';
@@ -433,7 +441,7 @@ function ensureTestServerJars() {
   const tmp = `${TEST_SERVER_LIB}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   log('mvn dependency:copy-dependencies io.temporal:temporal-test-server → .tools/temporal-test-server/lib…');
-  run(which('mvn'), ['-q', '-B', '-f', TEST_SERVER_POM, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${tmp}`], {
+  await run(which('mvn'), ['-q', '-B', '-f', TEST_SERVER_POM, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${tmp}`], {
     logFile: path.join(LOGS, 'mvn.log'), what: 'mvn (resolving the Temporal test server from Maven Central)',
   });
   rmSync(TEST_SERVER_LIB, { recursive: true, force: true });
@@ -560,7 +568,7 @@ function noPythonMessage(engines) {
  * stamp holds the base python and the installed requirement strings: a matching stamp is
  * a single file read; a new python re-creates the venv, a changed list re-runs pip.
  */
-function ensureSpeechVenv() {
+async function ensureSpeechVenv() {
   const engines = speechEnginesFor(TEST ? 'test' : 'start');
   if (engines.length === 0) return 'skipped (no configured engine needs it)';
   const wanted = engines.flatMap((e) => SPEECH_ENGINE_PACKAGES[e].packages);
@@ -575,7 +583,7 @@ function ensureSpeechVenv() {
   let python = basePython();
   if (!python?.usable) {
     if (!canApt()) throw new BootstrapError(noPythonMessage(engines));
-    aptInstall(['python3-venv']);
+    await aptInstall(['python3-venv']);
     python = basePython();
     if (!python?.usable) throw new BootstrapError(`apt-get installed python3-venv but ${python?.bin ?? 'python3'} still cannot make a venv\n${noPythonMessage(engines)}`);
   }
@@ -591,14 +599,14 @@ function ensureSpeechVenv() {
   if (fresh) {
     rmSync(SPEECH_VENV, { recursive: true, force: true });
     log(`python3 -m venv ${SPEECH_VENV_PATH} (one-time)…`);
-    run(python.bin, ['-m', 'venv', SPEECH_VENV], { logFile, what: 'python3 -m venv' });
+    await run(python.bin, ['-m', 'venv', SPEECH_VENV], { logFile, what: 'python3 -m venv' });
   }
   log(`pip install into ${SPEECH_VENV_PATH}: ${engines.join(', ')} (${all.length} pinned packages; the first time takes a minute or two)…`);
-  run(SPEECH_VENV_PYTHON, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...all], {
+  await run(SPEECH_VENV_PYTHON, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...all], {
     logFile: path.join(LOGS, 'speech-venv-pip.log'), what: `pip install (the speech venv, ${SPEECH_VENV_PATH})`,
   });
   const imports = Object.values(SPEECH_ENGINE_PACKAGES).filter((e) => e.packages.some((p) => all.includes(p))).flatMap((e) => e.imports);
-  run(SPEECH_VENV_PYTHON, ['-c', imports.map((m) => `import ${m}`).join('; ')], {
+  await run(SPEECH_VENV_PYTHON, ['-c', imports.map((m) => `import ${m}`).join('; ')], {
     logFile: path.join(LOGS, 'speech-venv-check.log'), what: `the speech venv's check (import ${imports.join(', ')})`,
   });
   writeFileSync(SPEECH_VENV_STAMP, [`python ${python.identity}`, ...all].join('\n') + '\n');
@@ -618,7 +626,7 @@ function toolPresent(tool) {
  * installed with one apt-get as root; otherwise a message naming them. On a warm machine
  * this is a PATH lookup per tool.
  */
-function ensureSystemPackages() {
+async function ensureSystemPackages() {
   const mode = TEST ? 'test' : 'start';
   for (const variable of ['REDIS_BIN', 'CHROMIUM_PATH']) {
     const value = process.env[variable];
@@ -636,7 +644,7 @@ function ensureSystemPackages() {
       ...overrides,
     ].join('\n'));
   }
-  aptInstall(packages);
+  await aptInstall(packages);
   const still = toolsFor(mode).filter((t) => packages.includes(t.package) && !toolPresent(t));
   if (still.length) throw new BootstrapError(`apt-get installed ${packages.join(' ')} but ${still.map((t) => t.command ?? t.file).join(', ')} still cannot be found`);
   return `installed ${packages.join(' ')}`;
@@ -646,16 +654,26 @@ function ensureSystemPackages() {
 
 async function main() {
   const results = {};
-  results.system = ensureSystemPackages();
-  results.npm = ensureNpmDependencies();
-  results.temporalCli = ensureTemporalCli();
-  if (TEST) {
-    results.testServer = ensureTestServerJars();
-    results.cds = await ensureCdsArchive();
-  }
-  results.speechVenv = ensureSpeechVenv();
+  // The system packages first: Go, Java, Maven and python3 may come from them.
+  results.system = await ensureSystemPackages();
+  // The rest need nothing of one another (npm, Go, Maven and the JVM, pip), so they run at
+  // once: on a fresh machine one after the other they took the sum of their times. Each step
+  // is awaited to its end, failed or not, so none is left running when the bootstrap stops.
+  const record = (name) => (result) => {
+    results[name] = result;
+  };
+  const outcomes = await Promise.allSettled([
+    ensureNpmDependencies().then(record('npm')),
+    ensureTemporalCli().then(record('temporalCli')),
+    TEST ? ensureTestServerJars().then(record('testServer')).then(ensureCdsArchive).then(record('cds')) : undefined,
+    ensureSpeechVenv().then(record('speechVenv')),
+  ]);
+  const failures = outcomes.filter((o) => o.status === 'rejected').map((o) => o.reason);
+  const unexpected = failures.find((err) => !(err instanceof BootstrapError));
+  if (unexpected) throw unexpected;
+  if (failures.length) throw new BootstrapError(failures.map((err) => err.message).join('\n\n'));
   releaseLock();
-  const worked = Object.entries(results).filter(([, r]) => !String(r).startsWith('cached') && r !== 'external' && !String(r).startsWith('skipped'));
+  const worked = ['system', 'npm', 'temporalCli', 'testServer', 'cds', 'speechVenv'].filter((k) => k in results).map((k) => [k, results[k]]).filter(([, r]) => !String(r).startsWith('cached') && r !== 'external' && !String(r).startsWith('skipped'));
   const ms = Date.now() - started;
   if (worked.length === 0) log(`toolchain up to date (${ms} ms)`);
   else log(`toolchain ready in ${(ms / 1000).toFixed(1)} s (${worked.map(([k, r]) => `${k}: ${r}`).join(', ')})`);

@@ -78,7 +78,7 @@ before(async () => {
   phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await personWav(stack.work) });
   await stack.startEdge({
     transferRingTimeoutMs: 8_000,
-    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phoneA.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44800-44999' }),
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phoneA.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '45200-45399' }),
   });
 });
 

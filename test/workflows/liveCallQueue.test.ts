@@ -6,6 +6,8 @@
 // simulator.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
@@ -25,7 +27,7 @@ import { createWorker, liveCallTaskQueue, workflowBundle } from '../../src/tempo
 import { callEventSignal, callWorkflowId } from '../../workflows/contracts.js';
 import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool } from '../support/app.js';
-import { callResultOrStuck, callRow, callTestConfig, historySteps, memoUpserts } from '../support/calls.js';
+import { calleeNumber, callResultOrStuck, callRow, callTestConfig, historySteps, memoUpserts } from '../support/calls.js';
 import { scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
 import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
@@ -159,6 +161,37 @@ test("an admitted call's live run starts showing in-progress and shows the scrip
   const bundle = await workflowBundle();
   for (const run of [admission, live]) {
     assert.equal(await Worker.runReplayHistory({ workflowBundle: bundle }, { events: run.events }, `${callWorkflowId(call.callId)}-${run.runId}`), undefined);
+  }
+});
+
+test("a live run's memo shows the steps run so far before a webhook step's request goes out, and the rest at the end", WORKFLOW_TEST, async () => {
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(req.url ?? '');
+    req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"found":true}'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const team = await createTestTeam(pool);
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/lookup`;
+    const steps = [
+      { id: 'ask_name', type: 'ask', question: 'Your name?', variable: 'answers.name', expect: 'name' },
+      { id: 'lookup', type: 'webhook', method: 'POST', url, body: { name: '{{answers.name}}' } },
+      { id: 'bye', type: 'end', text: 'Goodbye.' },
+    ];
+    const script = await insertScript(pool, { teamId: team.teamId, name: 'Lookup', definition: { name: 'Lookup', steps } });
+    const call = await scheduleCall(deps, { teamId: team.teamId, fromNumber: team.fromNumber, scriptId: script.id, contact: { phone_number: calleeNumber('1238'), first_name: 'Ada', last_name: 'Lovelace' } });
+    assert.equal((await callResultOrStuck(pool, plain, call.callId, 60_000)).status, 'completed');
+    assert.deepEqual(requests, ['/lookup']);
+    const [, live] = await runsOf(call.callId);
+    const memos = memoUpserts({ events: live.events }).map((m) => (m.script_steps as { id: string }[]).map((step) => step.id));
+    assert.deepEqual(memos, [['ask_name'], ['lookup', 'bye']]);
+    const firstMemo = live.events.findIndex((e) => e.workflowPropertiesModifiedEventAttributes);
+    const request = live.events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callWebhook');
+    assert.ok(firstMemo >= 0 && firstMemo < request, 'the steps before the webhook show before its request is scheduled');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
   }
 });
 

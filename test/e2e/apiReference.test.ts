@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { startTestApi, type TestApi } from '../support/app.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+import { launchChromium } from '../support/chromium.js';
 
 let env: TestWorkflowEnvironment;
 let app: TestApi;
@@ -15,11 +16,7 @@ let browser: Browser;
 before(async () => {
   env = await createTimeSkippingEnv();
   app = await startTestApi({ temporal: env.client });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchChromium(['--headless']);
 });
 
 after(async () => {

@@ -8,13 +8,14 @@ import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { countTeamWebSessions } from '../../src/db/repositories/webSessions.js';
 import { startExampleServer, type ExampleServer } from '../../examples/web-call/server.js';
 import { sipHeader, startSipTestEndpoint, type SipTestEndpoint } from '../support/sipTestEndpoint.js';
 import { createTestTeam, startTestApi, type TestApi, type TestResponse, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, createCallWorker } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+import { FAKE_MEDIA_ARGS, launchChromium } from '../support/chromium.js';
 
 const SECRET = 'browser-test-media-edge-secret';
 const TARGET = 'sip:agent-7@edge.browser.test';
@@ -53,11 +54,7 @@ before(async () => {
   team = await createTestTeam(app.pool);
   // An unreachable STUN server: the page must still dial (it stops waiting for candidates).
   example = await startExampleServer({ apiUrl: app.url, apiKey: team.apiKey, scriptId: team.scriptId, port: 0, iceServers: [{ urls: 'stun:127.0.0.1:9' }] });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream'],
-  });
+  browser = await launchChromium(FAKE_MEDIA_ARGS);
 });
 
 after(async () => {

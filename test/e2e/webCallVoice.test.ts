@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startExampleServer, type ExampleServer } from '../../examples/web-call/server.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { parseScriptDefinition } from '../../src/domain/scripts/definition.js';
@@ -29,6 +29,7 @@ import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { callResultOrStuck } from '../support/calls.js';
 import { spoken } from '../support/spokenAudio.js';
 import { startVoiceStack, type VoiceStack } from '../support/voiceStack.js';
+import { FAKE_MEDIA_ARGS, launchChromium } from '../support/chromium.js';
 
 const ACCOUNT_PIN = '2946';
 
@@ -128,18 +129,7 @@ before(async () => {
   assert.ok(parseScriptDefinition(FREE_TEXT_SCRIPT).ok);
   const freeText = await insertScript(app.pool, { teamId: team.teamId, name: FREE_TEXT_SCRIPT.name, definition: FREE_TEXT_SCRIPT });
   freeTextExample = await startExampleServer({ apiUrl: app.url, apiKey: team.apiKey, scriptId: freeText.id, port: 0, iceServers: [] });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--use-fake-ui-for-media-stream',
-      '--use-fake-device-for-media-stream',
-      '--autoplay-policy=no-user-gesture-required',
-    ],
-  });
+  browser = await launchChromium([...FAKE_MEDIA_ARGS, '--autoplay-policy=no-user-gesture-required']);
 });
 
 after(async () => {

@@ -11,13 +11,14 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startExampleServer, type ExampleServer } from '../../examples/web-call/server.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { CallAdmission } from '../../src/mediaEdge/admission.js';
 import { getHeader } from '../../src/mediaEdge/sip/message.js';
 import { startMediaEdge, type EstablishedCall, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js';
+import { FAKE_MEDIA_ARGS, launchChromium } from '../support/chromium.js';
 
 const TARGET = 'sip:agent@edge.browser.test';
 let edge: MediaEdge;
@@ -100,19 +101,7 @@ before(async () => {
     port: 0,
     iceServers: [],
   });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--use-fake-ui-for-media-stream',
-      '--use-fake-device-for-media-stream',
-      `--use-file-for-fake-audio-capture=${wav}`,
-      '--autoplay-policy=no-user-gesture-required',
-    ],
-  });
+  browser = await launchChromium([...FAKE_MEDIA_ARGS, `--use-file-for-fake-audio-capture=${wav}`, '--autoplay-policy=no-user-gesture-required']);
 });
 
 after(async () => {

@@ -9,7 +9,10 @@
  *
  * A decoder serves one utterance at a time; when its session is done it goes back to the
  * pool, which keeps up to `maxIdle` of them per edge (POCKETSPHINX_WARM_DECODERS, each about
- * 100 MB) and stops the rest. Each utterance starts from the model's cepstral mean, as a new
+ * 100 MB) and stops the rest. When a session takes the last idle decoder of its arguments, a
+ * spare is started in the background (while there is room for it among the idle ones), so the
+ * next call's answer finds one loaded rather than waiting for the model, which takes seconds on
+ * a loaded machine. Each utterance starts from the model's cepstral mean, as a new
  * process would (the worker puts it back), so what one caller's line taught the decoder does
  * not colour the next caller's answer. A decoder that dies fails the utterance it held and
  * is not reused.
@@ -171,6 +174,8 @@ export class WarmDecoders {
   private readonly maxIdle: number;
   private started = 0;
   private closed = false;
+  /** Spares being started, by their arguments: one at a time per key. */
+  private readonly starting = new Map<string, Promise<void>>();
   /** Decoders started and utterances served by a decoder that was already warm. */
   readonly stats = { started: 0, reused: 0 };
 
@@ -189,24 +194,23 @@ export class WarmDecoders {
     return this.busy.size;
   }
 
-  /** A decoder built with `args` (pocketsphinx_continuous's, without -infile and -logfn), warm if one is idle. */
+  /** A decoder built with `args` (pocketsphinx_continuous's, without -infile and -logfn), warm if one is idle or a spare is nearly so. */
   async acquire(args: readonly string[]): Promise<WarmDecoder> {
-    if (this.closed) throw new Error('pocketsphinx decoders are closed');
     const key = JSON.stringify(args);
-    for (let at = this.idle.length - 1; at >= 0; at--) {
-      const decoder = this.idle[at];
-      if (decoder.key !== key) continue;
-      this.idle.splice(at, 1);
-      if (!decoder.alive) continue;
-      this.busy.add(decoder);
-      this.stats.reused++;
-      return decoder;
+    for (;;) {
+      if (this.closed) throw new Error('pocketsphinx decoders are closed');
+      const warm = this.takeIdle(key);
+      if (warm) {
+        this.busy.add(warm);
+        this.stats.reused++;
+        this.keepSpare(args, key);
+        return warm;
+      }
+      const spare = this.starting.get(key);
+      if (!spare) break;
+      await spare;
     }
-    const logFile = path.join(this.dir, `decoder-${++this.started}.log`);
-    // spawns: python3
-    const child = spawn(this.options.python, [this.options.script ?? POCKETSPHINX_WORKER_SCRIPT, ...args, '-logfn', logFile], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const decoder = new WarmDecoder(key, child, logFile);
-    this.stats.started++;
+    const decoder = this.start(args, key);
     this.busy.add(decoder);
     try {
       await decoder.ready;
@@ -215,6 +219,7 @@ export class WarmDecoders {
       await decoder.stop();
       throw err;
     }
+    this.keepSpare(args, key);
     return decoder;
   }
 
@@ -225,8 +230,48 @@ export class WarmDecoders {
     else void decoder.stop();
   }
 
+  private takeIdle(key: string): WarmDecoder | undefined {
+    for (let at = this.idle.length - 1; at >= 0; at--) {
+      const decoder = this.idle[at];
+      if (decoder.key !== key) continue;
+      this.idle.splice(at, 1);
+      if (decoder.alive) return decoder;
+      void decoder.stop();
+    }
+    return undefined;
+  }
+
+  private start(args: readonly string[], key: string): WarmDecoder {
+    const logFile = path.join(this.dir, `decoder-${++this.started}.log`);
+    // spawns: python3
+    const child = spawn(this.options.python, [this.options.script ?? POCKETSPHINX_WORKER_SCRIPT, ...args, '-logfn', logFile], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.stats.started++;
+    return new WarmDecoder(key, child, logFile);
+  }
+
+  /** No idle decoder of `key` is left: one is started in the background, if the idle ones have room for it. */
+  private keepSpare(args: readonly string[], key: string): void {
+    if (this.closed || this.starting.has(key) || this.idle.some((d) => d.key === key)) return;
+    if (this.idle.length + this.starting.size >= this.maxIdle) return;
+    const spare = this.start(args, key);
+    const starting = (async () => {
+      try {
+        await spare.ready;
+        if (!this.closed && this.idle.length < this.maxIdle) this.idle.push(spare);
+        else await spare.stop();
+      } catch {
+        // A spare that cannot start is no one's failure: the session that needs a decoder starts its own and says why.
+        await spare.stop();
+      } finally {
+        this.starting.delete(key);
+      }
+    })();
+    this.starting.set(key, starting);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all(this.starting.values());
     const all = [...this.idle.splice(0), ...this.busy];
     this.busy.clear();
     await Promise.all(all.map((d) => d.stop()));

@@ -142,7 +142,7 @@ export function serviceTicksByPart(exclude: number | undefined): Record<string, 
   for (const pid of children.get(process.pid) ?? []) {
     if (pid === exclude) continue;
     const comm = procs.get(pid)!.comm;
-    const part = /temporal/.test(comm) ? 'Temporal dev server' : /postgres|su$/.test(comm) ? 'Postgres' : /festival/.test(comm) ? 'festival' : /sh|pocketsphinx|cat/.test(comm) ? 'pocketsphinx (running)' : comm;
+    const part = /temporal/.test(comm) ? 'Temporal dev server' : /postgres|su$/.test(comm) ? 'Postgres' : /festival/.test(comm) ? 'festival' : /python/.test(comm) ? 'python (warm pocketsphinx decoders, Whisper, Piper)' : /sh|pocketsphinx|cat/.test(comm) ? 'pocketsphinx (running)' : comm;
     visit(pid, part);
   }
   return parts;

@@ -4,17 +4,18 @@
 //
 // Input (environment, set by run-tests.mjs):
 //   TEST_LANES_PLAN  JSON { files: string[], nodeFlags: string[], lanes: Record<string, string>[],
-//                    alone: string[], durationsFile?: string, foreground?: string[],
+//                    alone: string[], durationsFile?: string, seedDurationsFile?: string, foreground?: string[],
 //                    foregroundLane?: Record<string, string>, laneNice?: number }
 //   `lanes[i]` is lane i's environment overlay (its own DATABASE_URL and REDIS_URL), so files
 //   running at the same time never share a database or a Redis. A lane runs one file at a time.
 //
 // Files marked to run alone (`// test-runner: alone` in their first lines, see run-tests.mjs)
 // run first, one at a time, with nothing else running; then the others, longest first (by
-// the durations of the previous run, else by file size), one per free lane. The `foreground`
-// files (with `foregroundLane`, an environment of their own) run one at a time in that lane
-// beside the others, which then run `laneNice` nice levels below this process (`nice -n`):
-// the foreground file has first claim on the CPU and the lanes take what it leaves.
+// the durations of the previous run, else of seedDurationsFile, else by file size), one per
+// free lane. The `foreground` files (with `foregroundLane`, an environment of their own) run
+// one at a time in that lane beside the others, which then run `laneNice` nice levels below
+// this process (`nice -n`): the foreground file has first claim on the CPU and the lanes take
+// what it leaves.
 //
 // Each file's output is printed in one piece when it ends, between `# file:` comment lines;
 // at the end, the totals in node's format and a plain "N passed, N failed" line. Exit code 0
@@ -38,12 +39,16 @@ const ROOT = process.cwd();
 const rel = (f) => path.relative(ROOT, f);
 const COUNTERS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
 
-let previous = {};
-try {
-  if (plan.durationsFile) previous = JSON.parse(readFileSync(plan.durationsFile, 'utf8'));
-} catch {
-  /* first run on this machine */
-}
+const readDurations = (file) => {
+  try {
+    return file ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  } catch {
+    return {}; // first run on this machine
+  }
+};
+// A fresh clone (CI) has no durations of its own: those of a whole run, committed with the
+// runner (seedDurationsFile), order it; this machine's own, once it has them, win.
+const previous = { ...readDurations(plan.seedDurationsFile), ...readDurations(plan.durationsFile) };
 /**
  * Expected cost of a file: its last duration, else its size (bigger files hold more tests)
  * times the median milliseconds per byte of the files that have both, so a new file is not

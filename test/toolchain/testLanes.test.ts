@@ -169,6 +169,28 @@ test('where foreground files run: beside the lanes when the lanes can go 10 nice
   assert.throws(() => where(0, { mode: 'later' }), /TEST_FOREGROUND must be one of auto, beside, alone, got later/);
 });
 
+test('longest first: by this machine\'s durations, else by the committed seed\'s (a fresh clone), else by file size', async () => {
+  // One lane, so the files run one after the other in the order chosen. Sizes: big > mid > small.
+  const small = plant('order-small.test.mjs', { holdMs: 10, waitForPeer: false });
+  const mid = plant('order-mid.test.mjs', { holdMs: 10, waitForPeer: false });
+  writeFileSync(mid, `${readFileSync(mid, 'utf8')}\n// ${'x'.repeat(2_000)}\n`);
+  const big = plant('order-big.test.mjs', { holdMs: 10, waitForPeer: false });
+  writeFileSync(big, `${readFileSync(big, 'utf8')}\n// ${'x'.repeat(20_000)}\n`);
+  const key = (f: string) => path.relative(PROJECT_ROOT, f);
+  const order = async (durations: Record<string, number> | undefined, seed: Record<string, number> | undefined) => {
+    const durationsFile = path.join(dir, `order-durations-${Math.random()}.json`);
+    const seedDurationsFile = path.join(dir, `order-seed-${Math.random()}.json`);
+    if (durations) writeFileSync(durationsFile, JSON.stringify(durations));
+    if (seed) writeFileSync(seedDurationsFile, JSON.stringify(seed));
+    const { code, stdout } = await runScheduler({ files: [small, mid, big], nodeFlags: [], lanes: [{ PLANTED_LANE: 'a' }], alone: [], durationsFile, seedDurationsFile });
+    assert.equal(code, 0, stdout);
+    return [...stdout.matchAll(/^# file: .*order-(\w+)\.test\.mjs \[lane 1\]$/gm)].map((m) => m[1]);
+  };
+  assert.deepEqual(await order(undefined, undefined), ['big', 'mid', 'small'], 'by size');
+  assert.deepEqual(await order(undefined, { [key(small)]: 90_000, [key(mid)]: 50_000, [key(big)]: 1_000 }), ['small', 'mid', 'big'], 'by the seed');
+  assert.deepEqual(await order({ [key(mid)]: 120_000 }, { [key(small)]: 90_000, [key(mid)]: 50_000, [key(big)]: 1_000 }), ['mid', 'small', 'big'], "this machine's duration first");
+});
+
 test('every file passing: exit code 0 and the plain closing line', async () => {
   const file = plant('only.test.mjs', { holdMs: 10, waitForPeer: false });
   const { code, stdout } = await runScheduler({ files: [file], nodeFlags: [], lanes: [{ PLANTED_LANE: 'a' }, { PLANTED_LANE: 'b' }], alone: [] });

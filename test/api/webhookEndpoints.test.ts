@@ -16,6 +16,7 @@ import { webhookDeliveryWorkflowId, webhookTaskQueue } from '../../workflows/con
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { calleeNumber } from '../support/calls.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+import { eventually } from '../support/eventually.js';
 
 const TASK_QUEUE = 'webhook-endpoints-api';
 const PUBLIC_URL = 'https://hooks.example.test/events';
@@ -58,14 +59,6 @@ const endpointCount = async (team: TestTeam) =>
   Number((await api.pool.query('SELECT count(*) AS n FROM webhook_endpoints WHERE team_id = $1', [team.teamId])).rows[0].n);
 
 /** Polls until `check` is true (background work: a delivery's workflow start). */
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('POST /api/v1/webhook-endpoints', () => {
   test('201 with the endpoint and its secret, whsec_ and at least 24 random bytes, shown this once', async () => {
     const team = await createTestTeam(api.pool);

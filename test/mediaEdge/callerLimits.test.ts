@@ -13,6 +13,7 @@ import { getHeader, type SipRequest, type SipResponse } from '../../src/mediaEdg
 import { loadMediaEdgeConfig, startMediaEdge, type MediaEdge } from '../../src/mediaEdge/server.js';
 import { FakeMediaAnswerer } from '../support/fakeMedia.js';
 import { SipTestClient, type RefusedConnection } from '../support/sipClient.js';
+import { eventually } from '../support/eventually.js';
 
 const CALL_ID = '5a1c7e2b-9d3f-4e6a-8b0c-1d2e3f4a5b6c';
 const ONE = { localAddress: '127.0.0.1' };
@@ -62,11 +63,6 @@ async function refused(url: string, options: { localAddress: string }): Promise<
   return c;
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(condition(), what);
-}
-
 const inviteWith = (c: SipTestClient, token: string): Promise<SipResponse> => c.finalResponse(c.invite({ headers: { 'X-Session-Token': token } }).invite);
 
 test('sockets past the per-address cap and past the total are refused 503 with Retry-After; a closed socket frees its place', async () => {
@@ -82,7 +78,7 @@ test('sockets past the per-address cap and past the total are refused 503 with R
     assert.equal(edge.refusedConnections, 2);
 
     await clients.shift()!.close();
-    await until(() => edge.connections === 3, 'the closed socket is gone');
+    await eventually(() => edge.connections === 3, 'the closed socket is gone');
     await connected(edge.url, THIRD, clients);
     assert.equal(edge.connections, 4);
   });
@@ -111,7 +107,7 @@ test('many sockets from one address sending bad tokens in a loop: sockets held a
         }
       }
       await Promise.all(open.map((c) => c.close()));
-      await until(() => edge.connections === 0, 'every socket of the round closed');
+      await eventually(() => edge.connections === 0, 'every socket of the round closed');
     }
     assert.equal(upgradesRefused, 9);
     assert.equal(asked.length, 6, 'admission was asked only until the address spent its failure budget');

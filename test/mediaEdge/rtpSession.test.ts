@@ -16,6 +16,7 @@ import { parseTelephoneEvent } from '../../src/mediaEdge/rtp/telephoneEvent.js';
 import { LOOPBACK, loopbackRtp } from '../support/loopbackRtp.js';
 import { PHONE_FRAME } from '../support/rtpPeer.js';
 import { rms, toneFrames, zeroCrossingFrequency } from '../support/webrtcPeer.js';
+import { eventually } from '../support/eventually.js';
 
 // A range of its own per file (other test files may open sessions at the same time).
 const rtp = loopbackRtp({ min: 47_000, max: 47_199 });
@@ -33,14 +34,6 @@ async function call(options: { payloadType?: 0 | 8; inactivityMs?: number; telep
   return { session, peer, inbound };
 }
 
-const until = async (what: string, ok: () => boolean, timeoutMs = 5000) => {
-  const start = Date.now();
-  while (!ok()) {
-    if (Date.now() - start > timeoutMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
-
 const tone8k = (frequency: number, amplitude: number, samples: number) =>
   Int16Array.from({ length: samples }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * frequency * i) / 8000)));
 
@@ -51,7 +44,7 @@ describe('RTP session', () => {
     it(`${payloadType === 0 ? 'PCMU' : 'PCMA'}: the far end's 8 kHz tone is heard at 16 kHz, and agent audio reaches it as 20 ms packets at 8 kHz`, async () => {
       const { session, peer, inbound } = await call({ payloadType });
       await peer.play(tone8k(1000, 8000, 8000)); // 1 s
-      await until('the tone heard', () => inbound.filter((f) => rms(f) > 3000).length >= 40);
+      await eventually(() => inbound.filter((f) => rms(f) > 3000).length >= 40, 'the tone heard');
       const loud = inbound.filter((f) => rms(f) > 3000).flatMap((f) => [...f]);
       assert.ok(Math.abs(zeroCrossingFrequency(loud, 16_000) - 1000) < 30, `frequency ${zeroCrossingFrequency(loud, 16_000)}`);
       const sizes = new Set<number>();
@@ -59,7 +52,7 @@ describe('RTP session', () => {
       const before = peer.received.length;
       for (const frame of toneFrames(500, 8000, 25)) session.channel.enqueue(frame);
       await session.channel.drained();
-      await until('the agent audio', () => peer.received.length - before >= 25 * PHONE_FRAME);
+      await eventually(() => peer.received.length - before >= 25 * PHONE_FRAME, 'the agent audio');
       assert.deepEqual([...sizes], [PHONE_FRAME]);
       const heard = peer.received.slice(before);
       const loudAt = heard.findIndex((x) => Math.abs(x) > 4000);
@@ -74,7 +67,7 @@ describe('RTP session', () => {
     const { session, peer } = await call();
     const outbound: PcmFrame[] = [];
     session.channel.onOutbound((frame) => outbound.push(frame));
-    await until('silence packets', () => peer.receivedPackets >= 10);
+    await eventually(() => peer.receivedPackets >= 10, 'silence packets');
     assert.equal(outbound.length, 0);
     assert.ok(peer.received.every((x) => Math.abs(x) < 50));
   });
@@ -84,7 +77,7 @@ describe('RTP session', () => {
     // Packet n holds a steady level of 1000·(n+1): what each 20 ms frame heard tells which packet it was.
     const sendPacket = (n: number) => peer.sendFrame(new Int16Array(PHONE_FRAME).fill(1000 * (n + 1)), { sequenceNumber: 500 + n, timestamp: 16_000 + n * PHONE_FRAME });
     for (const n of [0, 1, 3, 2, 2, 5, 6, 7]) sendPacket(n);
-    await until('the packets played', () => inbound.some((f) => median(f) > 7500));
+    await eventually(() => inbound.some((f) => median(f) > 7500), 'the packets played');
     const levels = inbound.map((f) => Math.round(median(f) / 1000)).filter((level, i, all) => level > 0 || (i > 0 && all[i - 1] > 0));
     assert.deepEqual(levels.slice(0, 8), [1, 2, 3, 4, 0, 6, 7, 8], `levels ${levels.join(',')}`);
     const jitter = session.stats.jitter;
@@ -101,17 +94,17 @@ describe('RTP session', () => {
     const inbound: PcmFrame[] = [];
     session.channel.onInbound((f) => inbound.push(f));
     session.setRemote({ address: loopback, port: decoy.address().port, payloadType: 0 });
-    await until('packets at the SDP address', () => atDecoy >= 3);
+    await eventually(() => atDecoy >= 3, 'packets at the SDP address');
     // The far end writes the decoy's port in its SDP but sends (and receives) from another.
     const peer = await rtp.peer(session);
     peer.keepAlive();
-    await until('packets at the real source', () => peer.receivedPackets >= 5);
+    await eventually(() => peer.receivedPackets >= 5, 'packets at the real source');
     assert.deepEqual(session.sendingTo, { address: loopback, port: peer.port });
     const decoyCount = atDecoy;
     // A third party sends well-formed RTP: dropped, and the stream stays latched.
     const intruder = await rtp.peer(session);
     for (let i = 0; i < 5; i++) intruder.sendFrame(tone8k(1000, 20_000, PHONE_FRAME));
-    await until('the intruder counted', () => (session.stats.dropped.foreign_source ?? 0) === 5);
+    await eventually(() => (session.stats.dropped.foreign_source ?? 0) === 5, 'the intruder counted');
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.ok(atDecoy - decoyCount <= 2, 'nothing more to the SDP port once latched');
     assert.ok(inbound.every((f) => rms(f) < 1000), 'the intruder was not heard');
@@ -128,7 +121,7 @@ describe('RTP session', () => {
     peer.sendRaw(Buffer.from([0x80, 96, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 2, 3])); // a payload type never negotiated
     peer.sendRaw(Buffer.from([0x8f, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]));
     await peer.play(tone8k(1000, 8000, 2400));
-    await until('the tone heard after the junk', () => inbound.some((f) => rms(f) > 3000));
+    await eventually(() => inbound.some((f) => rms(f) > 3000), 'the tone heard after the junk');
     const dropped = session.stats.dropped;
     assert.deepEqual(
       { too_short: dropped.too_short, version: dropped.version, rtcp: dropped.rtcp, payload_type: dropped.payload_type, csrc_overrun: dropped.csrc_overrun },
@@ -142,7 +135,7 @@ describe('RTP session', () => {
     session.channel.onDigit((d) => digits.push(d));
     peer.keepAlive();
     await peer.sendDigits('12#');
-    await until('three digits', () => digits.length >= 3);
+    await eventually(() => digits.length >= 3, 'three digits');
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.deepEqual(digits, ['1', '2', '#']);
     assert.equal(session.stats.digits, 3);
@@ -153,7 +146,7 @@ describe('RTP session', () => {
       if (event) events.push({ digit: event.digit, end: event.end });
     });
     session.sendDigits('9');
-    await until('the end packets', () => events.filter((e) => e.end).length === 3);
+    await eventually(() => events.filter((e) => e.end).length === 3, 'the end packets');
     assert.ok(events.every((e) => e.digit === '9'));
     assert.throws(() => session.sendDigits('x'), /not a keypad digit/);
     peer.stop();
@@ -190,7 +183,7 @@ describe('RTP session', () => {
     const digits: string[] = [];
     session.channel.onDigit((d) => digits.push(d));
     await peer.sendDigits('5');
-    await until('counted', () => (session.stats.dropped.payload_type ?? 0) >= 7);
+    await eventually(() => (session.stats.dropped.payload_type ?? 0) >= 7, 'counted');
     assert.deepEqual(digits, []);
   });
 

@@ -18,6 +18,7 @@ import { loadPronouncingDictionary } from '../../src/mediaEdge/speech/pronouncin
 import { MAX_CHUNK_CHARS, speakableChunks } from '../../src/mediaEdge/speech/speakableText.js';
 import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
+import { eventually } from '../support/eventually.js';
 
 async function collect(synthesizer: SpeechSynthesizer, text: string, signal?: AbortSignal): Promise<{ frames: Int16Array[] }> {
   const frames: Int16Array[] = [];
@@ -294,10 +295,6 @@ function recogniserProcesses(): number {
   return count;
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 describe('pocketsphinx processes per edge', () => {
   before(() => spoken('Yes, that is correct.'));
 
@@ -306,7 +303,7 @@ describe('pocketsphinx processes per edge', () => {
     await capped.warmUp();
     try {
       const sessions = Array.from({ length: 4 }, () => capped.start({ hint: { expect: 'yes_no' } }));
-      await until(() => capped.slots.running === 2 && capped.slots.queued === 2);
+      await eventually(() => capped.slots.running === 2 && capped.slots.queued === 2, 'two sessions running and two waiting');
       await new Promise((resolve) => setImmediate(resolve));
       assert.equal(recogniserProcesses(), 2, 'two processes, not four');
       const answer = sliceFrames(onLine(await spoken('Yes, that is correct.'), 200, 300));
@@ -317,7 +314,7 @@ describe('pocketsphinx processes per edge', () => {
         Array.from({ length: 4 }, () => 'yes that is correct'),
       );
       assert.deepEqual(capped.slots.stats, { peak: 2, waited: 2, refused: 0 });
-      await until(() => recogniserProcesses() === 0);
+      await eventually(() => recogniserProcesses() === 0, 'no recogniser process left');
     } finally {
       await capped.close();
     }
@@ -329,7 +326,7 @@ describe('pocketsphinx processes per edge', () => {
     try {
       // A call whose caller has not answered yet holds the only process.
       const holder = single.start({ hint: { expect: 'yes_no' } });
-      await until(() => single.slots.running === 1);
+      await eventually(() => single.slots.running === 1, 'one session running');
       const answer = sliceFrames(onLine(await spoken('Yes, that is correct.'), 200, 300));
       const waiting = single.start({ hint: { expect: 'yes_no' } });
       for (const frame of answer) waiting.write(frame);
@@ -351,9 +348,9 @@ describe('pocketsphinx processes per edge', () => {
     await single.warmUp();
     try {
       const holder = single.start({ hint: { expect: 'yes_no' } });
-      await until(() => single.slots.running === 1);
+      await eventually(() => single.slots.running === 1, 'one session running');
       const waiting = single.start({ hint: { expect: 'yes_no' } });
-      await until(() => single.slots.queued === 1);
+      await eventually(() => single.slots.queued === 1, 'one session waiting');
       waiting.abort();
       await assert.rejects(waiting.finish(), /aborted/);
       assert.equal(single.slots.queued, 0);

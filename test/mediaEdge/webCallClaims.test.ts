@@ -19,6 +19,7 @@ import { callTestConfig, createCallWorker } from '../support/calls.js';
 import { FakeMediaAnswerer } from '../support/fakeMedia.js';
 import { SipTestClient } from '../support/sipClient.js';
 import { createTimeSkippingEnv } from '../support/temporal.js';
+import { eventually } from '../support/eventually.js';
 
 const SECRET = 'claims-media-edge-secret-0123456789';
 const EDGE = {
@@ -110,14 +111,6 @@ async function claimCount(callId: string): Promise<number> {
 }
 
 /** Waits until `predicate` holds (a released claim is handed back after the INVITE's answer). */
-async function eventually(predicate: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await predicate()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.fail(`never: ${what}`);
-}
-
 test('a web call connects at one edge only: another edge’s INVITE is 409 before any media is made; a claim whose media never came up is handed back', async () => {
   const { callId, headers } = await createWebCall();
 

@@ -16,6 +16,7 @@ import { normaliseWhisperText, whisperPrompt, WhisperRecognizer, WhisperWorkerEr
 import { whisperSettings } from '../../src/mediaEdge/speech/whisperConfig.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 import { overTelephone } from '../support/telephoneBand.js';
+import { eventually } from '../support/eventually.js';
 
 const PYTHON = path.join(PROJECT_ROOT, '.tools', 'speech-venv', 'bin', 'python');
 
@@ -23,10 +24,6 @@ function session(recognizer: WhisperRecognizer, samples: Int16Array, hint: Answe
   const s = recognizer.start({ hint });
   for (const frame of sliceFrames(onLine(samples, 200, 300))) s.write(frame);
   return s;
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 describe('whisper text and prompts', () => {
@@ -109,7 +106,7 @@ describe('whisper recognizer (real worker)', () => {
     const first = session(recognizer, audio).finish();
     const waiting = session(recognizer, audio);
     const waited = waiting.finish();
-    await until(() => recognizer.pool.queued === 1);
+    await eventually(() => recognizer.pool.queued === 1, 'one utterance waiting');
     waiting.abort();
     await assert.rejects(waited, /aborted/);
     assert.equal(recognizer.pool.queued, 0);
@@ -125,7 +122,7 @@ describe('whisper recognizer (real worker)', () => {
     assert.deepEqual(await dying, { text: '', busy: true });
     assert.equal(recognizer.pool.stats.failed, 1);
     assert.match(recognizer.pool.stats.lastFailure, /whisper worker exited \(SIGKILL\)/);
-    await until(() => recognizer.pool.pids[0] !== undefined && recognizer.pool.pids[0] !== pid);
+    await eventually(() => recognizer.pool.pids[0] !== undefined && recognizer.pool.pids[0] !== pid, 'a new worker process');
     assert.equal(recognizer.pool.stats.restarts, 1);
     const next: Transcript = await session(recognizer, audio).finish();
     assert.equal(next.text, 'my name is john smith');

@@ -27,9 +27,9 @@
 //   // test-runner: foreground (<why>)
 //
 // Foreground files then run one at a time, with a database and a Redis of their own, beside
-// the lanes, whose files run 10 nice levels below this process: the foreground file gets the
-// CPU first and the lanes take what it leaves. When this process runs at nice 9 or more (the
-// lanes would sink to nice 19, among other people's background work), with one lane, or with
+// the lanes, whose files run 5 nice levels below this process: the foreground file gets the
+// CPU first and the lanes take what it leaves. When this process runs at nice 10 or more (the
+// lanes would sink near nice 19, among other people's background work), with one lane, or with
 // TEST_FOREGROUND=alone, they run as alone files do (scripts/foregroundSchedule.mjs);
 // TEST_FOREGROUND=beside runs them beside the lanes whatever the nice levels.
 // The tests see DATABASE_URL, REDIS_URL, REDIS_BIN, TEMPORAL_TEST_SERVER_EXECUTABLE,

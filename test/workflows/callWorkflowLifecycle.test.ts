@@ -1,7 +1,7 @@
 // The call workflow's life in the time-skipping environment (real activities over the test
 // database, the simulator as voice provider): scheduling, cancel and retry, the concurrency
 // ceiling, the history's shape, web calls, crashes and replay of recorded histories. The
-// tests that time calls in real time are in callWorkflow.test.ts, which runs alone; these
+// tests that time calls in real time are in callWorkflow.test.ts, which runs in the foreground (beside the lanes, first on the CPU); these
 // assert on the workflow's clock and share the machine.
 //
 // Time is driven explicitly: results are awaited through a plain client (which leaves time

@@ -1,7 +1,7 @@
 // Errors that say a dependency is unreachable (Postgres down or restarting, Temporal
 // unavailable) rather than that the request or the code is wrong: the API answers them
 // 503 with Retry-After, so clients retry instead of treating them as a bug (docs/reliability.md).
-import { isGrpcServiceError } from '@temporalio/client';
+import { isGrpcServiceError, NamespaceNotFoundError } from '@temporalio/client';
 import { ApiError } from './errors.js';
 
 export type Dependency = 'database' | 'temporal';
@@ -22,6 +22,9 @@ const GRPC_UNAVAILABLE = new Set([14, 4]);
 export function unreachableDependency(err: unknown): Dependency | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e) && GRPC_UNAVAILABLE.has(e.code)) return 'temporal';
+    // The service's own namespace exists (start-up waits for it): a server that says otherwise
+    // cannot read its store (the dev server under load, minutes at a time), and a retry later works.
+    if (e instanceof NamespaceNotFoundError) return 'temporal';
     const { code, message, name } = e as { code?: unknown; message?: unknown; name?: unknown };
     // A Temporal client call that fails to connect wraps the gRPC error as its cause.
     if (name === 'ServiceError') continue;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, NamespaceNotFoundError } from '@temporalio/client';
 import { allRoutes } from '../../src/api/routes.js';
 import { toApiError } from '../../src/api/middleware/errorHandler.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
@@ -70,6 +70,15 @@ test('the error of a Temporal call that cannot connect maps to 503 naming Tempor
   );
   assert.ok(err, 'the unreachable Temporal answered');
   const apiError = toApiError(err);
+  assert.equal(apiError.status, 503);
+  assert.match(apiError.message, /the workflow engine \(Temporal\) cannot be reached/);
+  assert.equal(apiError.headers['Retry-After'], '5');
+});
+
+test("a Temporal that answers 'Namespace not found' for the namespace the service runs in maps to 503 naming Temporal", () => {
+  // What the dev server answered, for minutes, while its store timed out (docs/reliability.md):
+  // the client cannot start a workflow, and a retry later can.
+  const apiError = toApiError(new NamespaceNotFoundError('default'));
   assert.equal(apiError.status, 503);
   assert.match(apiError.message, /the workflow engine \(Temporal\) cannot be reached/);
   assert.equal(apiError.headers['Retry-After'], '5');

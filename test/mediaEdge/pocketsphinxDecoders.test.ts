@@ -12,6 +12,7 @@ import type { AnswerHint } from '../../src/mediaEdge/speech/interfaces.js';
 import { PocketsphinxRecognizer } from '../../src/mediaEdge/speech/pocketsphinx.js';
 import { WarmDecoders } from '../../src/mediaEdge/speech/pocketsphinxDecoders.js';
 import { createSpeechEngines, SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
+import { eventually } from '../support/eventually.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 
 const python = findExecutable(process.env.PYTHON3 ?? 'python3');
@@ -23,15 +24,15 @@ async function recognise(recognizer: PocketsphinxRecognizer, text: string, hint:
   return (await session.finish()).text;
 }
 
-/** The warm decoders this process runs now: its python children running the worker. */
-function workerPids(): number[] {
+/** The warm decoders this process runs now: its python children running the worker (or `script`). */
+function workerPids(script = 'pocketsphinx_worker.py'): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('pocketsphinx_worker.py')) pids.push(Number(entry));
+      if (parent === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(script)) pids.push(Number(entry));
     } catch {
       // exited meanwhile
     }
@@ -83,6 +84,7 @@ describe('pocketsphinx warm decoders', () => {
     while (warm.decoders!.busyCount === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     for (const pid of workerPids()) process.kill(pid, 'SIGKILL');
     await assert.rejects(session.finish(), /pocketsphinx worker exited/);
+    await eventually(() => warm.decoders!.idleCount === 0, 'the killed idle worker leaving the pool');
     assert.equal(await recognise(warm, 'my name is john smith', converse), 'my name is john smith');
     assert.ok(warm.decoders!.stats.started > started, 'a new decoder for the next answer');
   });
@@ -144,6 +146,48 @@ describe('spare decoders', () => {
       assert.notEqual(other.key, first.key);
       for (const d of [first, second, other]) decoders.release(d);
     } finally {
+      await decoders.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('decoders of calls that arrive together', () => {
+  it('load in parallel: one session waits for the starting spare, the next starts its own at once', async () => {
+    // Stand-in workers that say ready only once the test opens their gate (a file named by their pid).
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'decoder-gates-'));
+    const script = path.join(dir, 'gated.py');
+    writeFileSync(script, ['import os, sys, time', 'gate = os.path.join(sys.argv[2], str(os.getpid()))', 'while not os.path.exists(gate): time.sleep(0.01)', 'print("ready", flush=True)', 'sys.stdin.buffer.read()'].join('\n'));
+    const decoders = new WarmDecoders({ python: python!, script, maxIdle: 3 });
+    /** Workers whose gate is open, or kept shut. */
+    const seen = new Set<number>();
+    const open = (pid: number) => writeFileSync(path.join(dir, String(pid)), '');
+    const newWorker = async (what: string) => {
+      await eventually(() => workerPids('gated.py').some((pid) => !seen.has(pid)), what);
+      const pid = workerPids('gated.py').find((p) => !seen.has(p))!;
+      seen.add(pid);
+      return pid;
+    };
+    try {
+      const first = decoders.acquire(['-gates', dir]);
+      open(await newWorker('the first worker'));
+      const a = await first;
+      // The spare now starts behind its shut gate.
+      const spare = await newWorker('the spare');
+      const waiting = decoders.acquire(['-gates', dir]);
+      const own = decoders.acquire(['-gates', dir]);
+      open(await newWorker('the third session starting its own decoder'));
+      const c = await own;
+      assert.equal(decoders.stats.started, 3);
+      let settled = false;
+      void waiting.then(() => (settled = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(settled, false, 'the second still waits for the spare');
+      open(spare);
+      const b = await waiting;
+      for (const d of [a, b, c]) decoders.release(d);
+    } finally {
+      for (const pid of workerPids('gated.py')) writeFileSync(path.join(dir, String(pid)), '');
       await decoders.close();
       rmSync(dir, { recursive: true, force: true });
     }

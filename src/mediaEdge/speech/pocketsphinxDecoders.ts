@@ -12,7 +12,8 @@
  * 100 MB) and stops the rest. When a session takes the last idle decoder of its arguments, a
  * spare is started in the background (while there is room for it among the idle ones), so the
  * next call's answer finds one loaded rather than waiting for the model, which takes seconds on
- * a loaded machine. Each utterance starts from the model's cepstral mean, as a new
+ * a loaded machine. One session at a time waits for a starting spare; others start their own
+ * at once, so calls arriving together load in parallel rather than one after another. Each utterance starts from the model's cepstral mean, as a new
  * process would (the worker puts it back), so what one caller's line taught the decoder does
  * not colour the next caller's answer. A decoder that dies fails the utterance it held and
  * is not reused.
@@ -176,6 +177,8 @@ export class WarmDecoders {
   private closed = false;
   /** Spares being started, by their arguments: one at a time per key. */
   private readonly starting = new Map<string, Promise<void>>();
+  /** Keys whose starting spare a session already waits for: the next session starts its own rather than queue behind it. */
+  private readonly claimed = new Set<string>();
   /** Decoders started and utterances served by a decoder that was already warm. */
   readonly stats = { started: 0, reused: 0 };
 
@@ -207,8 +210,13 @@ export class WarmDecoders {
         return warm;
       }
       const spare = this.starting.get(key);
-      if (!spare) break;
-      await spare;
+      if (!spare || this.claimed.has(key)) break;
+      this.claimed.add(key);
+      try {
+        await spare;
+      } finally {
+        this.claimed.delete(key);
+      }
     }
     const decoder = this.start(args, key);
     this.busy.add(decoder);
@@ -226,8 +234,17 @@ export class WarmDecoders {
   /** A session is done with `decoder` (its utterance finished or abandoned): kept warm, or stopped. */
   release(decoder: WarmDecoder): void {
     this.busy.delete(decoder);
-    if (!this.closed && decoder.alive && this.idle.length < this.maxIdle) this.idle.push(decoder);
+    if (!this.closed && decoder.alive && this.idle.length < this.maxIdle) this.keepIdle(decoder);
     else void decoder.stop();
+  }
+
+  /** An idle decoder that dies leaves the pool as soon as its exit is seen. */
+  private keepIdle(decoder: WarmDecoder): void {
+    this.idle.push(decoder);
+    void decoder.exited.then(() => {
+      const at = this.idle.indexOf(decoder);
+      if (at >= 0) this.idle.splice(at, 1);
+    });
   }
 
   private takeIdle(key: string): WarmDecoder | undefined {
@@ -257,7 +274,7 @@ export class WarmDecoders {
     const starting = (async () => {
       try {
         await spare.ready;
-        if (!this.closed && this.idle.length < this.maxIdle) this.idle.push(spare);
+        if (!this.closed && this.idle.length < this.maxIdle) this.keepIdle(spare);
         else await spare.stop();
       } catch {
         // A spare that cannot start is no one's failure: the session that needs a decoder starts its own and says why.

@@ -8,7 +8,7 @@
 // so that a part started again loads plain JavaScript.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, rmSync, symlinkSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
@@ -130,6 +130,16 @@ export class NodePart {
   }
 }
 
+/** `dir/name`, or a folder in /dev/shm that `dir/name` links to when /dev/shm is there. */
+function memoryBackedDir(dir: string, name: string): string {
+  const local = path.join(dir, name);
+  if (!existsSync('/dev/shm')) return local;
+  const inMemory = path.join('/dev/shm', `${path.basename(dir)}-${name}`);
+  mkdirSync(inMemory, { recursive: true });
+  symlinkSync(inMemory, local);
+  return inMemory;
+}
+
 /** The event-webhook receiver (chaos/webhookReceiver.ts): its own process, told over IPC when to fail. */
 class ReceiverPart {
   child: ChildProcess | undefined;
@@ -179,6 +189,14 @@ export class Cluster {
   /** Every dial the simulator was asked for, from the workers' output (survives their deaths). */
   readonly dials: Dial[] = [];
   private temporal: DevServer | undefined;
+  /**
+   * The dev server's SQLite folder: in memory-backed /dev/shm where there is one. A restart is
+   * a process restart, which such a file survives; on disk, the checkpoints' fsyncs waited
+   * seconds behind the shared machine's other writers (ext4 commits them together), the
+   * store's transactions ran past their deadlines ("interrupted (9)", "shard status
+   * unknown") and the server stayed down for minutes. `dir/temporal` links to it.
+   */
+  readonly temporalDir: string;
   private readonly temporalLog: DestinationStream;
 
   private constructor(
@@ -196,6 +214,7 @@ export class Cluster {
     this.receiver = new ReceiverPart(receiverPort);
     const logs = path.join(dir, 'logs');
     mkdirSync(logs, { recursive: true });
+    this.temporalDir = memoryBackedDir(dir, 'temporal');
     this.temporalLog = pino.destination({ dest: path.join(logs, 'temporal.log'), append: true, sync: false });
     const env = () => this.serviceEnv();
     this.api = new NodePart('api', compiled.file(API_ENTRY), env, /API listening/, logs);
@@ -310,7 +329,7 @@ export class Cluster {
   async startTemporal(): Promise<void> {
     this.temporal = await startDevServer({
       cliPath: path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal'),
-      dataDir: path.join(this.dir, 'temporal'),
+      dataDir: this.temporalDir,
       port: this.temporalPort,
       uiPort: await freePort(),
       namespace: 'default',
@@ -338,6 +357,11 @@ export class Cluster {
 
   async startPostgres(): Promise<void> {
     await this.pg.start();
+  }
+
+  /** Deletes what the run kept in /dev/shm (the run's folder holds only a link to it). */
+  removeMemoryData(): void {
+    if (this.temporalDir !== path.join(this.dir, 'temporal')) rmSync(this.temporalDir, { recursive: true, force: true });
   }
 
   async stop(): Promise<void> {

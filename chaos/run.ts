@@ -82,6 +82,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   // A run stopped from outside (Ctrl-C, a test runner's timeout) leaves no part running.
   const abort = () => {
     cluster.killAll();
+    if (!opts.keep) cluster.removeMemoryData();
     process.exit(1);
   };
   const onExit = () => cluster.killAll();
@@ -134,7 +135,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await connection?.close().catch(() => {});
     await pool?.end().catch(() => {});
     await cluster.stop();
-    if (!opts.keep) rmSync(dir, { recursive: true, force: true });
+    if (!opts.keep) {
+      cluster.removeMemoryData();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 

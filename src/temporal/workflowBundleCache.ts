@@ -142,6 +142,7 @@ function lockIsStale(lock: string): boolean {
 async function buildAndKeep(options: CachedBundleOptions, files: { manifest: string; code: string }): Promise<string> {
   let read: string[] = [];
   let absent: string[] = [];
+  const began = Date.now();
   const bundle = await bundleWorkflowCode({
     ...options,
     webpackConfigHook: (config) => ({
@@ -162,7 +163,11 @@ async function buildAndKeep(options: CachedBundleOptions, files: { manifest: str
   // The generated entry file lives in the bundler's memory only; it follows from the options (the key).
   const inputs: Record<string, string> = {};
   for (const file of read) {
-    if (existsSync(file) && statSync(file).isFile()) inputs[file] = sha256(readFileSync(file));
+    if (!existsSync(file) || !statSync(file).isFile()) continue;
+    // A file written since the build began may differ from what webpack read, and its hash now
+    // would key the bundle to content it does not hold: that bundle is used, not kept.
+    if (statSync(file).mtimeMs > began) return bundle.code;
+    inputs[file] = sha256(readFileSync(file));
   }
   const manifest: Manifest = { inputs, absent: absent.filter((file) => !existsSync(file)), code: sha256(bundle.code) };
   // Written aside and renamed into place, so a reader never sees half a file; the code before its manifest.

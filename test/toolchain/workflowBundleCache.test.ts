@@ -5,7 +5,7 @@
 // that died, build once. A worker whose cache folder cannot be made builds in memory.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { DefaultLogger } from '@temporalio/worker';
@@ -48,6 +48,19 @@ test('a new file where webpack looked first (greeting.ts before greeting.js) bui
   const shadowed = await bundle();
   assert.equal(shadowed.built, true);
   assert.match(shadowed.code, /third greeting/);
+});
+
+test('a module written while the bundle was built (modified after the build began) is not kept: the next call builds again', async () => {
+  writeFileSync(greetingTs, "export const greeting: string = 'greeting written meanwhile';\n");
+  // As an edit that lands while webpack runs: the file's time is after the build's start.
+  const later = new Date(Date.now() + 60_000);
+  utimesSync(greetingTs, later, later);
+  const meanwhile = await bundle();
+  assert.equal(meanwhile.built, true);
+  assert.equal((await bundle()).built, true, 'not read back under hashes taken after the build');
+  utimesSync(greetingTs, new Date(), new Date(Date.now() - 60_000));
+  assert.equal((await bundle()).built, true);
+  assert.equal((await bundle()).built, false, 'kept once its inputs are older than the build');
 });
 
 test('two calls at once, past the lock of a process that died, build once', async () => {

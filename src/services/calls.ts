@@ -32,6 +32,7 @@ import { findTeamDialingPolicy } from '../db/repositories/dialingPolicies.js';
 import { findContactById, upsertContactByPhone, type ContactFields } from '../db/repositories/contacts.js';
 import { findTeamPhoneNumber } from '../db/repositories/phoneNumbers.js';
 import { findTeamScript } from '../db/repositories/scripts.js';
+import { findAbandonedWebSessions } from '../db/repositories/webSessions.js';
 import type { CallingWindow } from '../domain/callingWindows.js';
 import { isRetryable, type CallType } from '../domain/calls.js';
 import type { RetryPolicy } from '../domain/retryPolicy.js';
@@ -54,6 +55,7 @@ import { assertNotOnDoNotCall } from './doNotCall.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { linkObjectsToContact, type ObjectsMap } from './objects.js';
 import { callEvent, dispatchWebhookDeliveries, recordWebhookEvents, withWebhookEvents } from './webhookEvents.js';
+import { expireWebSession } from './webSessionRedemption.js';
 import { callsCreated, countCallEnded } from '../metrics/callMetrics.js';
 import { activeTraceparent } from '../tracing/traceContext.js';
 
@@ -330,8 +332,13 @@ export async function scheduleNextAttemptOf(
 export interface ReconcileReport {
   started: number;
   failed: number;
+  /** Web sessions expired because their workflow never started (the API died in between). */
+  webSessionsExpired: number;
   slots: SlotRepairReport;
 }
+
+/** A session still minted this long after its expiry has no workflow to expire it (its own timer fires at the expiry). */
+const ABANDONED_SESSION_GRACE_MS = 60_000;
 
 /** A granted call that has not taken its slot after this long is woken again. */
 const REWAKE_GRANTED_AFTER_MS = 30_000;
@@ -361,7 +368,7 @@ export async function reconcileCalls(
   opts: { startAfterMs: number; staleAfterMs: number; limit?: number; rewakeAfterMs?: number },
 ): Promise<ReconcileReport> {
   const limit = opts.limit ?? 200;
-  const report: ReconcileReport = { started: 0, failed: 0, slots: { granted: 0, rewoken: 0 } };
+  const report: ReconcileReport = { started: 0, failed: 0, webSessionsExpired: 0, slots: { granted: 0, rewoken: 0 } };
   for (const call of await findCallsWithoutWorkflow(deps.pool, opts.startAfterMs, limit)) {
     try {
       await startCallWorkflow(deps, call);
@@ -390,6 +397,12 @@ export async function reconcileCalls(
       report.failed += 1;
       await releaseSlotAndGrant(deps, call.id);
     }
+  }
+  // A session row stored by an API that died before starting its workflow stays minted for
+  // ever: nothing else expires it (its token cannot be redeemed without the workflow).
+  for (const session of await findAbandonedWebSessions(deps.pool, ABANDONED_SESSION_GRACE_MS, limit)) {
+    await expireWebSession(deps, { sessionId: session.id, teamId: session.team_id });
+    report.webSessionsExpired += 1;
   }
   report.slots = await repairSlotGrants(deps, { rewakeAfterMs: opts.rewakeAfterMs ?? REWAKE_GRANTED_AFTER_MS });
   return report;

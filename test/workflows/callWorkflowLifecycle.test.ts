@@ -10,6 +10,7 @@
 // env.sleep(). Automatic skipping is avoided on purpose: with several workflows and
 // activities in flight it fires timers (activity timeouts among them) out of turn.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { countedSlots, countLiveSlots, grantFreeSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { cancelCall, reconcileCalls, retryCall, scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { createWebSession } from '../../src/services/webSessions.js';
 import { callEventSignal, callWorkflowId, type CallAdmission } from '../../workflows/contracts.js';
 import { createTestTeam, httpStatus, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig, calleeNumber, historySteps, localActivityResults, waitForCall } from '../support/calls.js';
@@ -243,9 +245,33 @@ describe('call workflow: crashes', () => {
     assert.ok(report.started >= 1);
     assert.ok((await callRow(pool, call.callId)).workflow_started_at);
     assert.equal((await result(call.callId)).status, 'completed');
-    const again = await reconcileCalls(deps, { startAfterMs: 0, staleAfterMs: 3600_000 });
-    assert.equal((await callRow(pool, call.callId)).status, 'completed');
-    assert.ok(again.started === 0 || again.started >= 0);
+    const startedAt = (await callRow(pool, call.callId)).workflow_started_at;
+    await reconcileCalls(deps, { startAfterMs: 0, staleAfterMs: 3600_000 });
+    const after = await callRow(pool, call.callId);
+    assert.equal(after.status, 'completed');
+    assert.deepEqual(after.workflow_started_at, startedAt, 'a second pass leaves a started call alone');
+  });
+
+  test('the API dying between a web session row and its workflow: the reconciler expires the session once past its expiry (as its workflow would: expireWebSession) and frees its slot', WORKFLOW_TEST, async () => {
+    const team = await createTestTeam(pool, { maxConcurrent: 1 });
+    const sessionId = randomUUID();
+    // A Temporal that never answers: the session is stored and its slot taken, as by an API killed before the start.
+    const silentTemporal = { workflow: { start: () => new Promise(() => {}) } } as unknown as Client;
+    const config = callTestConfig({ MEDIA_EDGE_WS_URL: 'ws://127.0.0.1:9/ws', MEDIA_EDGE_SIP_DOMAIN: 'edge.test' });
+    void createWebSession({ ...deps, config, temporal: silentTemporal }, { teamId: team.teamId, scriptId: team.scriptId, sessionId });
+    for (let i = 0; i < 200 && (await pool.query('SELECT 1 FROM web_sessions WHERE id = $1', [sessionId])).rowCount === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const live = await countLiveSlots(pool, team.teamId);
+    assert.equal(live, 1, 'the session holds its slot');
+    const fresh = await reconcileCalls(deps, { startAfterMs: 3600_000, staleAfterMs: 3600_000 });
+    assert.equal((await pool.query<{ status: string }>('SELECT status FROM web_sessions WHERE id = $1', [sessionId])).rows[0].status, 'minted', 'not before its expiry');
+    assert.equal(fresh.webSessionsExpired, 0);
+    await pool.query("UPDATE web_sessions SET expires_at = now() - interval '2 minutes' WHERE id = $1", [sessionId]);
+    const report = await reconcileCalls(deps, { startAfterMs: 3600_000, staleAfterMs: 3600_000 });
+    assert.ok(report.webSessionsExpired >= 1, JSON.stringify(report));
+    const row = (await pool.query<{ status: string; expired_at: Date | null }>('SELECT status, expired_at FROM web_sessions WHERE id = $1', [sessionId])).rows[0];
+    assert.equal(row.status, 'expired');
+    assert.ok(row.expired_at);
+    assert.equal(await countLiveSlots(pool, team.teamId), 0, 'its slot is free');
   });
 
   test('an open call whose workflow is gone is ended failed / workflow_lost and frees its slot', WORKFLOW_TEST, async () => {

@@ -82,6 +82,17 @@ export async function markWebSessionExpired(db: Queryable, sessionId: string): P
   return rows[0];
 }
 
+/** Sessions still minted `graceMs` after their expiry: their workflow, which expires them, never started. */
+export async function findAbandonedWebSessions(db: Queryable, graceMs: number, limit: number): Promise<Array<{ id: string; team_id: string }>> {
+  const { rows } = await db.query<{ id: string; team_id: string }>(
+    `SELECT id, team_id FROM web_sessions
+      WHERE status = 'minted' AND expires_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY expires_at LIMIT $2`,
+    [graceMs, limit],
+  );
+  return rows;
+}
+
 /** Sessions of a team by status (for reports and tests). */
 export async function countTeamWebSessions(db: Queryable, teamId: string): Promise<Record<WebSessionStatus, number>> {
   const { rows } = await db.query<{ status: WebSessionStatus; n: number }>(

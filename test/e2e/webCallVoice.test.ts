@@ -1,3 +1,4 @@
+// test-runner: foreground (a real-time call through headless Chromium: its fake microphone and the edge's Whisper need the CPU when they want it; in a lane at load, 3 word errors of 10 once)
 // A browser call by voice through the whole stack, in real time: the example page
 // (examples/web-call, JsSIP) in Debian's headless Chromium, the real API and call worker,
 // a Temporal dev server, and the real media edge (startVoiceEdge: SIP over WebSocket,

@@ -194,6 +194,27 @@ describe('decoders of calls that arrive together', () => {
   });
 });
 
+describe('closing the decoders', () => {
+  it('stops a spare still starting rather than waiting for it: one that never says ready does not hold the shutdown', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'decoder-stuck-'));
+    // The first worker is ready at once; any later one (the spare) never is.
+    const script = path.join(dir, 'stuck.py');
+    writeFileSync(script, ['import os, sys, time', 'first = os.path.join(sys.argv[2], "first")', 'if os.path.exists(first):', '  time.sleep(3600)', 'open(first, "w").close()', 'print("ready", flush=True)', 'sys.stdin.buffer.read()'].join('\n'));
+    const decoders = new WarmDecoders({ python: python!, script, maxIdle: 2 });
+    try {
+      const decoder = await decoders.acquire(['-stuck', dir]);
+      decoders.release(decoder);
+      await eventually(() => workerPids('stuck.py').length === 2, 'the spare started');
+      const closed = await Promise.race([decoders.close().then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting'))]);
+      assert.equal(closed, 'closed', 'close() stopped the spare');
+      await eventually(() => workerPids('stuck.py').length === 0, 'no worker left');
+    } finally {
+      for (const pid of workerPids('stuck.py')) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('POCKETSPHINX_WARM_DECODERS', () => {
   it('sets how many warm decoders the edge keeps (default 8); 0 starts pocketsphinx_continuous per utterance; a bad value is named', async () => {
     const byDefault = createSpeechEngines({});

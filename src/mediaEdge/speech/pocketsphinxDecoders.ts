@@ -173,10 +173,11 @@ export class WarmDecoders {
   private readonly busy = new Set<WarmDecoder>();
   private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-decoders-'));
   private readonly maxIdle: number;
-  private started = 0;
   private closed = false;
   /** Spares being started, by their arguments: one at a time per key. */
   private readonly starting = new Map<string, Promise<void>>();
+  /** Their decoders, stopped by close() rather than waited for: one that never says ready must not hold the edge's shutdown. */
+  private readonly spares = new Set<WarmDecoder>();
   /** Keys whose starting spare a session already waits for: the next session starts its own rather than queue behind it. */
   private readonly claimed = new Set<string>();
   /** Decoders started and utterances served by a decoder that was already warm. */
@@ -259,10 +260,9 @@ export class WarmDecoders {
   }
 
   private start(args: readonly string[], key: string): WarmDecoder {
-    const logFile = path.join(this.dir, `decoder-${++this.started}.log`);
+    const logFile = path.join(this.dir, `decoder-${++this.stats.started}.log`);
     // spawns: python3
     const child = spawn(this.options.python, [this.options.script ?? POCKETSPHINX_WORKER_SCRIPT, ...args, '-logfn', logFile], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.stats.started++;
     return new WarmDecoder(key, child, logFile);
   }
 
@@ -271,6 +271,7 @@ export class WarmDecoders {
     if (this.closed || this.starting.has(key) || this.idle.some((d) => d.key === key)) return;
     if (this.idle.length + this.starting.size >= this.maxIdle) return;
     const spare = this.start(args, key);
+    this.spares.add(spare);
     const starting = (async () => {
       try {
         await spare.ready;
@@ -280,6 +281,7 @@ export class WarmDecoders {
         // A spare that cannot start is no one's failure: the session that needs a decoder starts its own and says why.
         await spare.stop();
       } finally {
+        this.spares.delete(spare);
         this.starting.delete(key);
       }
     })();
@@ -288,6 +290,7 @@ export class WarmDecoders {
 
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all([...this.spares].map((d) => d.stop()));
     await Promise.all(this.starting.values());
     const all = [...this.idle.splice(0), ...this.busy];
     this.busy.clear();

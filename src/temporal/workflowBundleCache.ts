@@ -163,10 +163,11 @@ async function buildAndKeep(options: CachedBundleOptions, files: { manifest: str
   // The generated entry file lives in the bundler's memory only; it follows from the options (the key).
   const inputs: Record<string, string> = {};
   for (const file of read) {
-    if (!existsSync(file) || !statSync(file).isFile()) continue;
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile()) continue;
     // A file written since the build began may differ from what webpack read, and its hash now
     // would key the bundle to content it does not hold: that bundle is used, not kept.
-    if (statSync(file).mtimeMs > began) return bundle.code;
+    if (stat.mtimeMs > began) return bundle.code;
     inputs[file] = sha256(readFileSync(file));
   }
   const manifest: Manifest = { inputs, absent: absent.filter((file) => !existsSync(file)), code: sha256(bundle.code) };

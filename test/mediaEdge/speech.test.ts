@@ -304,7 +304,8 @@ describe('pocketsphinx processes per edge', () => {
     try {
       const sessions = Array.from({ length: 4 }, () => capped.start({ hint: { expect: 'yes_no' } }));
       await eventually(() => capped.slots.running === 2 && capped.slots.queued === 2, 'two sessions running and two waiting');
-      await new Promise((resolve) => setImmediate(resolve));
+      // A granted session spawns its process a few turns of the event loop later, not at once.
+      await eventually(() => recogniserProcesses() >= 2, 'the two running sessions have their processes');
       assert.equal(recogniserProcesses(), 2, 'two processes, not four');
       const answer = sliceFrames(onLine(await spoken('Yes, that is correct.'), 200, 300));
       for (const session of sessions) for (const frame of answer) session.write(frame);

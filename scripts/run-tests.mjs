@@ -376,7 +376,7 @@ try {
     cwd: ROOT,
     env: {
       ...env,
-      TEST_LANES_PLAN: JSON.stringify({ files, nodeFlags, lanes, alone: beside ? alone : [...alone, ...foreground], foreground: beside ? foreground : [], foregroundLane, laneNice, durationsFile: path.join(ROOT, '.tools', 'test-durations.json'), seedDurationsFile: path.join(ROOT, 'scripts', 'testDurations.json') }),
+      TEST_LANES_PLAN: JSON.stringify({ files, nodeFlags, lanes, alone: beside ? alone : [...alone, ...foreground], foreground: beside ? foreground : [], realTime: process.env.TEST_RUN_AGAIN === '0' ? [] : foreground, foregroundLane, laneNice, durationsFile: path.join(ROOT, '.tools', 'test-durations.json'), seedDurationsFile: path.join(ROOT, 'scripts', 'testDurations.json') }),
     },
     stdio: 'inherit',
     detached: true,

@@ -5,7 +5,8 @@
 // Input (environment, set by run-tests.mjs):
 //   TEST_LANES_PLAN  JSON { files: string[], nodeFlags: string[], lanes: Record<string, string>[],
 //                    alone: string[], durationsFile?: string, seedDurationsFile?: string, foreground?: string[],
-//                    foregroundLane?: Record<string, string>, laneNice?: number }
+//                    foregroundLane?: Record<string, string>, laneNice?: number,
+//                    realTime?: string[] }
 //   `lanes[i]` is lane i's environment overlay (its own DATABASE_URL and REDIS_URL), so files
 //   running at the same time never share a database or a Redis. A lane runs one file at a time.
 //
@@ -17,8 +18,14 @@
 // this process (`nice -n`): the foreground file has first claim on the CPU and the lanes take
 // what it leaves.
 //
+// `realTime` files (those marked foreground: they assert on things timed in real time) that
+// fail are run once more at the end, alone at full priority; a second pass counts, and the
+// first failure is listed under "failed, then passed when run again alone". Any other file
+// fails the run at its first failure.
+//
 // Each file's output is printed in one piece when it ends, between `# file:` comment lines;
-// at the end, the totals in node's format and a plain "N passed, N failed" line. Exit code 0
+// at the end, each failure's `not ok` lines and stderr tail again (a CI log is read from its
+// end), the totals in node's format and a plain "N passed, N failed" line. Exit code 0
 // when every file passed, else 1 (128+n after a signal).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -62,12 +69,17 @@ const byCost = (a, b) => cost(b) - cost(a);
 
 const aloneSet = new Set(plan.alone);
 const foregroundSet = new Set(plan.foregroundLane ? plan.foreground ?? [] : []);
+const realTimeSet = new Set(plan.realTime ?? []);
 const aloneQueue = plan.files.filter((f) => aloneSet.has(f)).sort(byCost);
 const foregroundQueue = plan.files.filter((f) => foregroundSet.has(f) && !aloneSet.has(f)).sort(byCost);
 const sharedQueue = plan.files.filter((f) => !aloneSet.has(f) && !foregroundSet.has(f)).sort(byCost);
 
 const totals = Object.fromEntries(COUNTERS.map((c) => [c, 0]));
-const failedFiles = [];
+/** Final failures, with their digests. */
+const failures = [];
+/** Real-time files that failed once, to be run again at the end; and those that then passed. */
+const runAgain = [];
+const flaky = [];
 const durations = { ...previous };
 const running = new Map(); // child -> file
 let stopping; // signal number once interrupted
@@ -83,7 +95,29 @@ function summaryOf(output) {
   return found;
 }
 
-function runFile(file, laneEnv, laneLabel, nice = 0) {
+/**
+ * What a failed file said about its failures, for the end of the run (a CI log is often read
+ * from its tail): each `not ok` with its YAML block, at most `maxLines` lines in all, then the
+ * last lines of its stderr.
+ */
+function failureDigest(stdout, stderr, maxLines = 80) {
+  const lines = stdout.split('\n');
+  const picked = [];
+  for (let i = 0; i < lines.length && picked.length < maxLines; i++) {
+    const m = /^(\s*)not ok \d+ - /.exec(lines[i]);
+    if (!m) continue;
+    picked.push(lines[i]);
+    const end = `${m[1]}  ...`;
+    for (let j = i + 1; j < lines.length && picked.length < maxLines && /^\s/.test(lines[j]); j++) {
+      picked.push(lines[j]);
+      if (lines[j] === end) break;
+    }
+  }
+  const errTail = stderr.trimEnd().split('\n').filter(Boolean).slice(-15);
+  return [...picked, ...(errTail.length ? ['stderr (last lines):', ...errTail] : [])].map((l) => `#   | ${l}`).join('\n');
+}
+
+function runFile(file, laneEnv, laneLabel, nice = 0, attempt = '') {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const args = [
@@ -104,20 +138,19 @@ function runFile(file, laneEnv, laneLabel, nice = 0) {
       running.delete(child);
       const ms = Date.now() - t0;
       const stdout = Buffer.concat(out).toString();
+      const stderr = Buffer.concat(err).toString();
       const counts = summaryOf(stdout);
-      for (const c of COUNTERS) totals[c] += counts[c] ?? 0;
       const ok = code === 0 && counts.tests !== undefined;
-      if (!ok) {
-        failedFiles.push(rel(file));
-        // A file that died before its summary still counts as a failure.
-        if (!counts.fail && !counts.cancelled) totals.fail += 1;
-      }
       durations[rel(file)] = ms;
-      const status = ok ? 'ok' : `FAILED (exit ${code ?? signal})`;
-      process.stdout.write(`# file: ${rel(file)} [${laneLabel}]\n${stdout}${stdout.endsWith('\n') || !stdout ? '' : '\n'}`);
-      if (err.length) process.stderr.write(Buffer.concat(err));
+      const again = !ok && !attempt && !stopping && realTimeSet.has(file);
+      const status = ok ? 'ok' : `FAILED (exit ${code ?? signal})${again ? '; a real-time file: run again, alone, at the end' : ''}`;
+      process.stdout.write(`# file: ${rel(file)} [${laneLabel}${attempt}]\n${stdout}${stdout.endsWith('\n') || !stdout ? '' : '\n'}`);
+      if (stderr) process.stderr.write(stderr);
       process.stdout.write(`# file: ${rel(file)} ${status} in ${(ms / 1000).toFixed(1)} s\n`);
-      resolve();
+      const result = { file, ok, counts, digest: ok ? '' : failureDigest(stdout, stderr) };
+      if (again) runAgain.push(result);
+      else record(result);
+      resolve(result);
     };
     child.once('error', (e) => {
       err.push(Buffer.from(`testLanes: could not start ${rel(file)}: ${e.message}\n`));
@@ -125,6 +158,15 @@ function runFile(file, laneEnv, laneLabel, nice = 0) {
     });
     child.once('close', done);
   });
+}
+
+/** Adds a file's final result to the totals. */
+function record({ file, ok, counts, digest }) {
+  for (const c of COUNTERS) totals[c] += counts[c] ?? 0;
+  if (ok) return;
+  failures.push({ file, digest });
+  // A file that died before its summary still counts as a failure.
+  if (!counts.fail && !counts.cancelled) totals.fail += 1;
 }
 
 async function lane(laneEnv, queue, label, nice = 0) {
@@ -156,6 +198,17 @@ await Promise.all([
   ...Array.from({ length: laneCount }, (_, i) => lane(plan.lanes[i], sharedQueue, `lane ${i + 1}`, nice)),
 ]);
 
+// A real-time file that failed runs once more, by itself, with the machine to itself: its first
+// failure is still printed above and listed below, so a flaky file is seen, not hidden.
+for (const first of runAgain.splice(0)) {
+  if (stopping) {
+    record(first);
+    continue;
+  }
+  const second = await runFile(first.file, plan.lanes[0], 'alone', 0, ', run again');
+  if (second.ok) flaky.push(first);
+}
+
 if (plan.durationsFile && !stopping) {
   // Entries of test files renamed or deleted since are dropped, so the hints do not go stale.
   const kept = Object.fromEntries(Object.entries(durations).filter(([file]) => existsSync(path.resolve(ROOT, file))));
@@ -169,7 +222,15 @@ if (plan.durationsFile && !stopping) {
 const notRun = aloneQueue.length + foregroundQueue.length + sharedQueue.length;
 process.stdout.write(COUNTERS.map((c) => `# ${c} ${totals[c]}\n`).join(''));
 process.stdout.write(`# duration_ms ${Date.now() - started}\n`);
-if (failedFiles.length) process.stdout.write(`# failed files:${os.EOL}${failedFiles.map((f) => `#   ${f}`).join(os.EOL)}\n`);
+if (flaky.length) {
+  process.stdout.write(`# failed, then passed when run again alone (real-time files; the first failure):${os.EOL}`);
+  for (const { file, digest } of flaky) process.stdout.write(`#   ${rel(file)}${os.EOL}${digest}${os.EOL}`);
+}
+if (failures.length) {
+  process.stdout.write(`# failures:${os.EOL}`);
+  for (const { file, digest } of failures) process.stdout.write(`#   ${rel(file)}${os.EOL}${digest}${os.EOL}`);
+  process.stdout.write(`# failed files:${os.EOL}${failures.map(({ file }) => `#   ${rel(file)}`).join(os.EOL)}\n`);
+}
 if (notRun) process.stdout.write(`# not run (interrupted): ${notRun} file(s)\n`);
 process.stdout.write(`${totals.pass} passed, ${totals.fail + totals.cancelled} failed\n`);
-process.exit(stopping ? 128 + stopping : failedFiles.length || notRun ? 1 : 0);
+process.exit(stopping ? 128 + stopping : failures.length || notRun ? 1 : 0);

@@ -212,3 +212,39 @@ test('the durations file: the files run are recorded, entries of files that no l
   assert.equal(durations[key(other)], 1234, 'a file not run this time keeps its last duration');
   assert.ok(durations[key(file)] > 0);
 });
+
+test('a real-time file that fails runs once more, alone, at the end: a pass counts and its first failure is listed; a second failure fails the run; each failure is repeated at the end', async () => {
+  // Fails on its first run only (a mark file), like a timing assertion on a loaded machine.
+  const once = path.join(dir, 'realtime-once.test.mjs');
+  const mark = path.join(dir, 'realtime-once.ran');
+  writeFileSync(once, [
+    "import { test } from 'node:test';",
+    "import { existsSync, writeFileSync } from 'node:fs';",
+    "test('heard the tone', () => {",
+    `  if (existsSync(${JSON.stringify(mark)})) return;`,
+    `  writeFileSync(${JSON.stringify(mark)}, 'x');`,
+    "  throw new Error('heard 300 ms of the tone, wanted 1000');",
+    '});',
+  ].join('\n'));
+  const always = plant('realtime-always.test.mjs', { holdMs: 10, waitForPeer: false, fail: true });
+  const logic = plant('logic-fails.test.mjs', { holdMs: 10, waitForPeer: false, fail: true });
+  const { code, stdout } = await runScheduler({ files: [once, always, logic], nodeFlags: [], lanes: [{ PLANTED_LANE: 'a' }], alone: [], realTime: [once, always] });
+  assert.equal(code, 1, stdout);
+  const runs = (name: string) => [...stdout.matchAll(new RegExp(`^# file: .*${name}\\.test\\.mjs \\[([^\\]]+)\\]$`, 'gm'))].map((m) => m[1]);
+  assert.deepEqual(runs('realtime-once'), ['lane 1', 'alone, run again']);
+  assert.deepEqual(runs('realtime-always'), ['lane 1', 'alone, run again']);
+  assert.deepEqual(runs('logic-fails'), ['lane 1'], 'a file not marked real-time is not run again');
+  assert.match(stdout, /^# file: .*realtime-once\.test\.mjs FAILED \(exit 1\); a real-time file: run again, alone, at the end in/m);
+  const tail = stdout.slice(stdout.lastIndexOf('# failed, then passed when run again alone'));
+  assert.match(tail, /^#   .*realtime-once\.test\.mjs\n#   \| not ok 1 - heard the tone\n/m);
+  assert.match(tail, /heard 300 ms of the tone, wanted 1000/, 'the first failure is repeated at the end');
+  const failures = tail.slice(tail.indexOf('# failures:'));
+  for (const name of ['realtime-always', 'logic-fails']) {
+    assert.match(failures, new RegExp(`^#   .*${name}\\.test\\.mjs\\n#   \\| not ok 1 - ${name}\\.test\\.mjs runs\\n`, 'm'));
+    assert.match(failures.slice(failures.indexOf('# failed files:')), new RegExp(`^#   .*${name}\\.test\\.mjs$`, 'm'));
+  }
+  assert.match(failures, /'planted failure'/);
+  assert.doesNotMatch(failures.slice(failures.indexOf('# failed files:')), /realtime-once/);
+  // Counted once each, by their last run: once passes 1; always and logic each pass 1 of 2.
+  assert.match(stdout, /^3 passed, 2 failed$/m);
+});

@@ -147,11 +147,14 @@ export async function startFakeChatCompletions(options: FakeChatCompletionsOptio
     const wait = (ms: number) =>
       ms > 0 && !closed
         ? new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, ms);
-            res.once('close', () => {
+            // One listener per wait, removed when the wait ends: a streamed answer waits once a token.
+            const done = () => {
               clearTimeout(timer);
+              res.off('close', done);
               resolve();
-            });
+            };
+            const timer = setTimeout(done, ms);
+            res.once('close', done);
           })
         : Promise.resolve();
 

@@ -24,7 +24,7 @@
 // fails the run at its first failure.
 //
 // Each file's output is printed in one piece when it ends, between `# file:` comment lines;
-// at the end, each failure's `not ok` lines and stderr tail again (a CI log is read from its
+// at the end, each failure's `not ok` lines (the cause first) and stderr tail again (a CI log is read from its
 // end), the totals in node's format and a plain "N passed, N failed" line. Exit code 0
 // when every file passed, else 1 (128+n after a signal).
 import { spawn } from 'node:child_process';
@@ -98,21 +98,28 @@ function summaryOf(output) {
 /**
  * What a failed file said about its failures, for the end of the run (a CI log is often read
  * from its tail): each `not ok` with its YAML block, at most `maxLines` lines in all, then the
- * last lines of its stderr.
+ * last lines of its stderr. The failures that say why come first (a failed hook, an
+ * assertion); tests cancelled only because their suite ended (`cancelledByParent`, what a
+ * failed `before` leaves) are named on one line after them, so they never crowd out the cause.
  */
 function failureDigest(stdout, stderr, maxLines = 80) {
   const lines = stdout.split('\n');
-  const picked = [];
-  for (let i = 0; i < lines.length && picked.length < maxLines; i++) {
-    const m = /^(\s*)not ok \d+ - /.exec(lines[i]);
+  const causes = [];
+  const cancelled = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
     if (!m) continue;
-    picked.push(lines[i]);
+    const block = [lines[i]];
     const end = `${m[1]}  ...`;
-    for (let j = i + 1; j < lines.length && picked.length < maxLines && /^\s/.test(lines[j]); j++) {
-      picked.push(lines[j]);
+    for (let j = i + 1; j < lines.length && /^\s/.test(lines[j]); j++) {
+      block.push(lines[j]);
       if (lines[j] === end) break;
     }
+    if (block.some((l) => l.trim() === "failureType: 'cancelledByParent'")) cancelled.push(m[2]);
+    else causes.push(block);
   }
+  const picked = causes.flat().slice(0, maxLines);
+  if (cancelled.length) picked.push(`${cancelled.length} test(s) cancelled when their suite ended: ${cancelled.join('; ')}`.slice(0, 2000));
   const errTail = stderr.trimEnd().split('\n').filter(Boolean).slice(-15);
   return [...picked, ...(errTail.length ? ['stderr (last lines):', ...errTail] : [])].map((l) => `#   | ${l}`).join('\n');
 }

@@ -248,3 +248,22 @@ test('a real-time file that fails runs once more, alone, at the end: a pass coun
   // Counted once each, by their last run: once passes 1; always and logic each pass 1 of 2.
   assert.match(stdout, /^3 passed, 2 failed$/m);
 });
+
+test('a failed before hook: the digest at the end gives the hook’s error first and names the tests it cancelled on one line', async () => {
+  const file = path.join(dir, 'hook-fails.test.mjs');
+  writeFileSync(file, [
+    "import { before, describe, test } from 'node:test';",
+    "before(() => { throw new Error('the phone did not register'); });",
+    "describe('calls', { concurrency: true }, () => {",
+    ...Array.from({ length: 12 }, (_, i) => `  test('call ${i + 1} with a long enough name to fill the digest when each is printed in full', () => {});`),
+    '});',
+  ].join('\n'));
+  const { code, stdout } = await runScheduler({ files: [file], nodeFlags: [], lanes: [{ PLANTED_LANE: 'a' }], alone: [] });
+  assert.equal(code, 1, stdout);
+  const failures = stdout.slice(stdout.lastIndexOf('# failures:'));
+  assert.match(failures, /^#   \| not ok 1 - calls\n/m, 'the suite whose hook failed leads');
+  assert.match(failures, /failureType: 'hookFailed'/);
+  assert.match(failures, /the phone did not register/);
+  assert.match(failures, /^#   \| 12 test\(s\) cancelled when their suite ended: call 1 with .*; call 12 with/m);
+  assert.doesNotMatch(failures, /cancelledByParent/);
+});

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { createTestTeam, type TestApi } from '../support/app.js';
@@ -38,7 +39,7 @@ before(async () => {
   stack = await startVoiceStack('inbound-e2e', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' });
   ({ env, app } = stack);
   phone = await BaresipPhone.start({ accounts: [{ number: CALLER, answer: 'auto' }] });
-  sipPort = await freePort();
+  sipPort = await freeSipPort();
   await stack.startEdge({
     settings: { MEDIA_EDGE_SIP_DOMAIN: 'edge.inbound.test' },
     trunk: {

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { insertScript } from '../../src/db/repositories/scripts.js';
-import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
@@ -112,7 +112,7 @@ before(async () => {
     busyFor: [`sip:${blockedTeam.fromNumber}@127.0.0.1`],
   });
   await stack.startEdge({
-    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44600-44799' }),
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`, RTP_PORT_RANGE: '44600-44799' }),
     // A silent far end ends the call dropout after this long (10 s in production).
     settings: { RTP_INACTIVITY_SECONDS: '3' },
   });

@@ -18,7 +18,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { parseScriptDefinition, type ScriptDefinitionInput } from '../../src/domain/scripts/definition.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
-import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { readWav, type PcmAudio } from '../../src/mediaEdge/audio/wav.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { recordingKey } from '../../src/recordings/keys.js';
@@ -78,7 +78,7 @@ before(async () => {
   phoneB = await BaresipPhone.start({ accounts: [{ number: PERSON, answer: 'auto' }], audioFile: await personWav(stack.work) });
   await stack.startEdge({
     transferRingTimeoutMs: 8_000,
-    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phoneA.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '45200-45399' }),
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phoneA.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`, RTP_PORT_RANGE: '45200-45399' }),
   });
 });
 

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { createTestTeam, type TestApi, type TestTeam } from '../support/app.js';
 import { callResultOrStuck, callRow } from '../support/calls.js';
@@ -39,7 +40,7 @@ before(async () => {
       SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort};transport=udp`,
       SIP_TRUNK_USERNAME: 'alice',
       SIP_TRUNK_PASSWORD: 'secret',
-      SIP_LISTEN: `127.0.0.1:${await freePort()}`,
+      SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`,
       RTP_PORT_RANGE: '44800-44899',
     }),
     trunkTimers: { t1Ms: 50 },

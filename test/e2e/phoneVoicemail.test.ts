@@ -17,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { sipCallIdOf } from '../../src/domain/sipOutcomes.js';
-import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { readWav, readWavLayout, toMono } from '../../src/mediaEdge/audio/wav.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { recordingKey } from '../../src/recordings/keys.js';
@@ -98,7 +98,7 @@ before(async () => {
     ],
   });
   await stack.startEdge({
-    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: '44800-44839' }),
+    trunk: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`, RTP_PORT_RANGE: '44800-44839' }),
   });
 });
 

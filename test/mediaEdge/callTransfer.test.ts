@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { CallTransfers, type TransferableCall } from '../../src/mediaEdge/callTransfer.js';
 import type { ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
@@ -58,7 +58,7 @@ const quietEngine = () =>
 /** The agent's call to a SIPp callee, answered, as the edge holds it. */
 async function answeredCall(sippPort: number) {
   const agent = await SipTrunkAgent.start({
-    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${sippPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}`, RTP_PORT_RANGE: `${RTP_RANGE.min}-${RTP_RANGE.max}` })!,
+    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${sippPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`, RTP_PORT_RANGE: `${RTP_RANGE.min}-${RTP_RANGE.max}` })!,
     logger,
   });
   const openRtp = () => openRtpSession({ portRange: RTP_RANGE, bindAddress: '127.0.0.1', inactivityMs: 30_000, logger });

@@ -11,6 +11,7 @@ import pino from 'pino';
 import { SipTrunkAgent, type IncomingInvite, type SipDialog, type SipTrunkAgentOptions } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import type { TrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { BaresipPhone } from '../support/baresip.js';
 import { startSipp } from '../support/sipp.js';
 
@@ -36,7 +37,7 @@ function settings(trunkPort: number, extra: Partial<TrunkSettings> = {}, transpo
 
 /** An agent whose Contact/Via name the port it got. */
 async function startAgent(trunkPort: number, extra: Partial<TrunkSettings> = {}, options: { transport?: 'udp' | 'tcp'; t1Ms?: number; caps?: SipTrunkAgentOptions['transport']; inboundDecisionMs?: number } = {}): Promise<SipTrunkAgent> {
-  const port = await freePort();
+  const port = await freeSipPort();
   const s = settings(trunkPort, { listen: { host: '127.0.0.1', port }, publicAddress: { host: '127.0.0.1', port }, ...extra }, options.transport);
   return SipTrunkAgent.start({ settings: s, logger, timers: { ...TIMERS, ...(options.t1Ms ? { t1Ms: options.t1Ms } : {}) }, transport: options.caps, inboundDecisionMs: options.inboundDecisionMs });
 }

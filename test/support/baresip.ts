@@ -20,6 +20,7 @@ import { connect, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from './sipPorts.js';
 
 export interface BaresipAccount {
   /** The number the phone answers as (the Request-URI's user), e.g. +15551234567; also its From when dialling. */
@@ -54,21 +55,6 @@ export interface BaresipEvent {
   id?: string;
   param?: string;
   [key: string]: unknown;
-}
-
-/** A SIP URI port with the port above it free too (baresip takes SIP port + 1 for TLS). */
-async function freeSipPort(): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const port = await freePort();
-    if (port >= 65535) continue;
-    const next = await new Promise<boolean>((resolve) => {
-      const probe = createSocket('udp4');
-      probe.once('error', () => resolve(false));
-      probe.bind(port + 1, '127.0.0.1', () => probe.close(() => resolve(true)));
-    });
-    if (next) return port;
-  }
-  throw new Error('no free SIP port pair found');
 }
 
 export class BaresipPhone {

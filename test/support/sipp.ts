@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from './sipPorts.js';
 
 export interface SippOptions {
   /** The scenario file. */
@@ -62,8 +62,8 @@ function udpPortTaken(port: number): Promise<boolean> {
 
 /** Starts SIPp on a scenario; resolves once it listens on its port. */
 export async function startSipp(options: SippOptions): Promise<SippRun> {
-  const port = options.port ?? (await freePort());
-  const mediaPort = await freePort();
+  const port = options.port ?? (await freeSipPort());
+  const mediaPort = await freeSipPort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sipp-'));
   const errorFile = path.join(dir, 'errors.log');
   const args = [

@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import type { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { shutdownTracing } from '../../src/tracing/tracing.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
@@ -40,7 +41,7 @@ before(async () => {
       SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort};transport=udp`,
       SIP_TRUNK_USERNAME: 'alice',
       SIP_TRUNK_PASSWORD: 'secret',
-      SIP_LISTEN: `127.0.0.1:${await freePort()}`,
+      SIP_LISTEN: `127.0.0.1:${await freeSipPort()}`,
       RTP_PORT_RANGE: '44900-44999',
     }),
   });

@@ -21,6 +21,7 @@ import { g711Answer } from '../../src/mediaEdge/rtp/g711Sdp.js';
 import { SipTrunkAgent, type OutboundInvite, type OutboundInviteResult, type SipDialog } from '../../src/mediaEdge/sip/trunk/sipTrunkAgent.js';
 import { parseTrunkSettings } from '../../src/mediaEdge/sip/trunk/trunkSettings.js';
 import { freePort } from '../../src/localPorts.js';
+import { freeSipPort } from '../support/sipPorts.js';
 import { SCREENING_WAIT_MS } from '../../workflows/trunkCall.js';
 import { callWorkflowId, MEDIA_EDGE_DIAL_TASK_QUEUE } from '../../workflows/contracts.js';
 import type { TestApi, TestTeam } from '../support/app.js';
@@ -185,12 +186,12 @@ async function startEdge(name: string): Promise<void> {
 before(async () => {
   const closed = await freePort();
   deadTrunk = await SipTrunkAgent.start({
-    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${closed};transport=tcp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
+    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${closed};transport=tcp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}` })!,
     logger: createLogger('silent'),
   });
   phone = await BaresipPhone.start({ accounts: [{ number: BARESIP_CALLEE, answer: 'auto' }] });
   phoneTrunk = await SipTrunkAgent.start({
-    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freePort()}` })!,
+    settings: parseTrunkSettings({ SIP_TRUNK_URI: `sip:127.0.0.1:${phone.sipPort};transport=udp`, SIP_LISTEN: `127.0.0.1:${await freeSipPort()}` })!,
     logger: createLogger('silent'),
   });
   plane = await startTrunkControlPlane({ name: 'trunk', ringTimeoutSeconds: 3, maxConcurrent: 50 });

@@ -17,8 +17,9 @@ export interface CallConversation {
    * it). `converseTurn`: the caller's turn in a model conversation, heard with the converse
    * hangover (ENDPOINTER_CONVERSE_END_SILENCE_MS) and the recogniser's low-latency decoding.
    * `noSpeechTimerAfter`: listening begins while the agent speaks; `timeoutMs` counts once it settles.
+   * `onPause`: what was recognised so far, each time the caller pauses inside the answer.
    */
-  listen?(opts: { timeoutMs: number; signal: AbortSignal; converseTurn?: boolean; noSpeechTimerAfter?: Promise<unknown> }): Promise<AskCallerResult & { speechEndedAt?: number }>;
+  listen?(opts: { timeoutMs: number; signal: AbortSignal; converseTurn?: boolean; noSpeechTimerAfter?: Promise<unknown>; onPause?: (textSoFar: string) => void }): Promise<AskCallerResult & { speechEndedAt?: number }>;
   /** Speaks sentences as they are written (a converse step's model answer); absent: the call cannot converse. */
   speakSentences?(source: SentenceSource, opts: { signal: AbortSignal; playing?: (said: () => string) => void }): Promise<SpokenSentences & EdgeSystemNotes>;
 }

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FRAME_MS } from '../../src/mediaEdge/media/channel.js';
 import { ChannelClosedError, ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
 import type { CallConversation } from '../../src/mediaEdge/liveCalls.js';
+import { findExecutable } from '../../src/mediaEdge/speech/engineProcess.js';
 import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
 import { PocketsphinxRecognizer } from '../../src/mediaEdge/speech/pocketsphinx.js';
 import { LoopbackChannel } from '../support/loopbackChannel.js';
@@ -164,5 +165,38 @@ describe('conversation engine', () => {
     open();
     const conversation: CallConversation = engine;
     assert.equal(typeof conversation.ask, 'function');
+  });
+});
+
+describe('the caller pausing inside an answer', () => {
+  // Warm pocketsphinx decoders answer when asked for the text so far (a process per utterance cannot).
+  const recognizer = new PocketsphinxRecognizer({ python: findExecutable(process.env.PYTHON3 ?? 'python3'), warmDecoders: 1 });
+  let channel: LoopbackChannel;
+  let engine: ConversationEngine;
+  before(async () => {
+    await Promise.all([recognizer.warmUp(), spoken('my name is john smith')]);
+  });
+  after(() => recognizer.close());
+  afterEach(() => {
+    engine.close();
+    channel.close();
+  });
+
+  it('tells the words so far at the pause before the end, a hangover before the answer: the same words as the answer', async () => {
+    channel = new LoopbackChannel({ backgroundDbfs: -65 });
+    engine = new ConversationEngine({ channel, synthesizer: new FestivalSynthesizer(), recognizer });
+    const pauses: { text: string; at: number }[] = [];
+    const now = () => performance.timeOrigin + performance.now();
+    const listening = engine.listen({ hint: { expect: 'free', latency: 'low' }, timeoutMs: 5000, endSilenceMs: 600, onPause: (text) => pauses.push({ text, at: now() }) });
+    await sleep(200);
+    void channel.callerSays(await spoken('my name is john smith'));
+    const heard = await listening;
+    const answeredAt = now();
+    assert.ok(heard.kind === 'utterance');
+    assert.equal(heard.text, 'my name is john smith');
+    const last = pauses.at(-1);
+    assert.ok(last, 'a pause was told');
+    assert.equal(last.text, heard.text, 'the words at the pause before the end are the answer');
+    assert.ok(answeredAt - last.at >= 300, `told ${(answeredAt - last.at).toFixed(0)} ms before the answer (hangover 600 ms, pause 150 ms)`);
   });
 });

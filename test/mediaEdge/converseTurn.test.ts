@@ -146,7 +146,11 @@ describe('a converse turn on the edge', () => {
     return result;
   }
   const requestsReach = async (count: number) => {
-    while (fake.requests.length < count) await new Promise((resolve) => setTimeout(resolve, 10));
+    const deadline = Date.now() + 20_000;
+    while (fake.requests.length < count) {
+      assert.ok(Date.now() < deadline, `the model got ${fake.requests.length} requests, not ${count}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   };
 
   it("the next turn is asked of the model once the caller's answer is recognised: the next turn's activity, asking exactly that, takes the answer over (one request)", async () => {
@@ -193,6 +197,46 @@ describe('a converse turn on the edge', () => {
 
     await turnAnswered(d, input(), voice, { text: 'Monday works well.' });
     assert.equal(earlyTurns.waiting, 0, 'without next no early ask');
+  });
+
+  it('a pause in the caller\'s answer asks the next turn at once: the same words at the end keep that answer (no second request), other words ask again', async () => {
+    const earlyTurns = new EarlyModelTurns();
+    const d = { ...deps(), earlyTurns };
+    /** A caller who pauses after `atPause`, then ends the answer saying `answer`. */
+    const caller = (atPause: string, answer: string): ConverseVoice => ({
+      speakSentences: async (source) => {
+        const said: string[] = [];
+        for (let sentence = await source.next(); sentence !== undefined; sentence = await source.next()) said.push(sentence);
+        return { said: said.join(' '), interrupted: false };
+      },
+      listen: async (opts) => {
+        // The caller speaks once the agent has finished, and pauses.
+        await opts.noSpeechTimerAfter;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        opts.onPause?.(atPause);
+        // The hangover: the early request reaches the model meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return { kind: 'utterance', text: answer };
+      },
+    });
+    const userWords = () => fake.requests.map((r) => r.body.messages.at(-1)).filter((m) => m?.role === 'user').map((m) => m?.content);
+    const turnInput = input({ say: 'Which day suits you?', next: { tokensLeft: 1_000, maxReplyTokens: 400 } });
+
+    next = { text: 'Monday works well.' };
+    let asked = fake.requests.length;
+    await runConverseTurn(d, caller('monday please', 'monday please'), turnInput, new AbortController().signal);
+    await requestsReach(asked + 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(fake.requests.length, asked + 1, 'asked once, at the pause');
+    assert.deepEqual(userWords().slice(-1), ['monday please']);
+    assert.equal(earlyTurns.waiting, 1);
+
+    asked = fake.requests.length;
+    await runConverseTurn(d, caller('monday', 'monday at nine'), turnInput, new AbortController().signal);
+    await requestsReach(asked + 2);
+    assert.deepEqual(userWords().slice(-2), ['monday', 'monday at nine'], 'asked at the pause, then again with the whole answer');
+    assert.equal(earlyTurns.waiting, 1, 'only the last is kept');
+    earlyTurns.close();
   });
 
   it('a tool call: the words before it are said, nothing is heard, the arguments are checked', async () => {

@@ -3,17 +3,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FRAME_MS, SAMPLE_RATE } from '../../src/mediaEdge/media/channel.js';
-import { Endpointer, END_OF_UTTERANCE_SILENCE_MS, MAX_UTTERANCE_MS, type EndpointEvent } from '../../src/mediaEdge/audio/endpointing.js';
+import { Endpointer, END_OF_UTTERANCE_SILENCE_MS, MAX_UTTERANCE_MS, PAUSE_MS, type EndpointEvent } from '../../src/mediaEdge/audio/endpointing.js';
 import { sliceFrames } from '../../src/mediaEdge/audio/frames.js';
 import { whiteNoise } from '../support/loopbackChannel.js';
 import { onLine, spoken } from '../support/spokenAudio.js';
 
-/** Every event, frame i arriving at (i + 1) × 20 ms. */
-function events(samples: Int16Array, endpointer = new Endpointer()): EndpointEvent[] {
+/** Every start and end (and pause, with `pauses`), frame i arriving at (i + 1) × 20 ms. */
+function events(samples: Int16Array, endpointer = new Endpointer(), { pauses = false } = {}): EndpointEvent[] {
   const found: EndpointEvent[] = [];
   sliceFrames(samples).forEach((frame, i) => {
     const event = endpointer.push(frame, (i + 1) * FRAME_MS);
-    if (event) found.push(event);
+    if (event && (pauses || event.type !== 'speech_pause')) found.push(event);
   });
   return found;
 }
@@ -61,6 +61,23 @@ describe('endpointing', () => {
     assertNear(found[2].at, 500 + ms(first) + 1000, 60, 'second start');
   });
 
+  it('reports each pause inside an utterance once, PAUSE_MS into the quiet, and the one before the end too; gaps between words are no pause', async () => {
+    const first = await spoken('yes');
+    const second = await spoken('my name is john smith');
+    // 300 ms of quiet after "yes": a pause, not an end (the hangover is 500 ms).
+    const line = onLine(new Int16Array([...onLine(first, 500, 300), ...second]), 0, 1000, -60);
+    const found = events(line, new Endpointer(), { pauses: true });
+    assert.deepEqual(
+      found.map((e) => e.type),
+      ['speech_start', 'speech_pause', 'speech_pause', 'speech_end'],
+    );
+    const [, afterYes, beforeEnd, end] = found as [EndpointEvent, Extract<EndpointEvent, { type: 'speech_pause' }>, Extract<EndpointEvent, { type: 'speech_pause' }>, Extract<EndpointEvent, { type: 'speech_end' }>];
+    assertNear(afterYes.at, 500 + ms(first), 80, 'the first pause: where "yes" ended');
+    assertNear(afterYes.detectedAt - afterYes.at, PAUSE_MS, FRAME_MS, 'decided PAUSE_MS into the quiet');
+    assert.equal(beforeEnd.at, end.at, 'the last pause is where the utterance ends');
+    assertNear(end.detectedAt - beforeEnd.detectedAt, END_OF_UTTERANCE_SILENCE_MS - PAUSE_MS, FRAME_MS, 'the end a hangover after the speech');
+  });
+
   it('finds speech over steady line noise 20 dB below it (the floor follows the noise from the first frame)', async () => {
     const speech = await spoken('Yes, that is correct.');
     const found = events(onLine(speech, 1500, 1000, -40));
@@ -100,7 +117,7 @@ describe('endpointing', () => {
     const steady = decisions((i) => (i + 1) * FRAME_MS);
     // Five frames at a time, all stamped with the burst's arrival.
     const bursty = decisions((i) => Math.ceil((i + 1) / 5) * 5 * FRAME_MS);
-    assert.equal(steady.length, 2);
+    assert.deepEqual(steady.map((d) => d.split('@')[0]), ['speech_start', 'speech_pause', 'speech_end']);
     assert.deepEqual(bursty, steady);
   });
 });

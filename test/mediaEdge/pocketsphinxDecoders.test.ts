@@ -76,6 +76,32 @@ describe('pocketsphinx warm decoders', () => {
     assert.equal(warm.decoders!.stats.reused, before.reused + 2);
   });
 
+  it('asked mid-answer (the caller paused), a warm decoder tells the words so far and goes on: the end gives the whole answer', async () => {
+    const session = warm.start({ hint: converse });
+    const partials: string[] = [];
+    session.onPartial((text) => partials.push(text));
+    while (warm.decoders!.busyCount === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const frame of sliceFrames(onLine(await spoken('my name is'), 200, 150))) session.write(frame);
+    session.requestPartial!();
+    await eventually(() => partials.length > 0, 'the text so far');
+    assert.match(partials[0], /\bname\b/, `the words so far: ${partials[0]}`);
+    assert.doesNotMatch(partials[0], /smith/);
+    for (const frame of sliceFrames(onLine(await spoken('john smith'), 0, 300))) session.write(frame);
+    const { text } = await session.finish();
+    assert.match(text, /\bname\b.*\bsmith\b/, `the whole answer: ${text}`);
+  });
+
+  it('a session on a process per utterance has no decoder to ask: requestPartial tells nothing', async () => {
+    const session = perUtterance.start({ hint: converse });
+    const partials: string[] = [];
+    session.onPartial((text) => partials.push(text));
+    for (const frame of sliceFrames(onLine(await spoken('my name is'), 200, 150))) session.write(frame);
+    session.requestPartial!();
+    const { text } = await session.finish();
+    assert.match(text, /\bname\b/);
+    assert.ok(partials.every((p) => text.startsWith(p)), 'only what pocketsphinx_continuous printed itself');
+  });
+
   it('a worker that dies fails the answer it held, and is not used again', async () => {
     const started = warm.decoders!.stats.started;
     const session = warm.start({ hint: converse });

@@ -25,13 +25,13 @@ import { onLine, spoken } from '../support/spokenAudio.js';
 
 const LONG_LINE = 'Thank you for calling the clinic. Your appointment is on Monday at nine in the morning. Please bring your insurance card and arrive ten minutes early.';
 
-/** Every event, frame i arriving at (i + 1) × 20 ms, each push settled before the next. */
-async function events(samples: Int16Array, endpointer: SpeechEndpointer): Promise<EndpointEvent[]> {
+/** Every start and end (and pause, with `pauses`), frame i arriving at (i + 1) × 20 ms, each push settled before the next. */
+async function events(samples: Int16Array, endpointer: SpeechEndpointer, { pauses = false } = {}): Promise<EndpointEvent[]> {
   const found: EndpointEvent[] = [];
   const frames = sliceFrames(samples);
   for (let i = 0; i < frames.length; i++) {
     const event = await endpointer.push(frames[i], (i + 1) * FRAME_MS);
-    if (event) found.push(event);
+    if (event && (pauses || event.type !== 'speech_pause')) found.push(event);
   }
   return found;
 }
@@ -105,6 +105,16 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.equal(end.reason, 'silence');
     // The free-speech hangover, in whole 32 ms windows.
     assertNear(end.detectedAt - end.at, 512, 32, 'hangover');
+  });
+
+  it('reports the pause before the end once, 150 ms into the quiet (whole windows), before the hangover decides the end', async () => {
+    const speech = await spoken('Yes, that is correct.');
+    const found = await events(onLine(speech, 1000, 1500, -60), voice(), { pauses: true });
+    const [pause, end] = found.slice(-2);
+    assert.deepEqual([pause.type, end.type], ['speech_pause', 'speech_end']);
+    assert.ok(pause.type === 'speech_pause' && end.type === 'speech_end');
+    assert.equal(pause.at, end.at, 'the same end of speech');
+    assertNear(pause.detectedAt - pause.at, 160, 32, 'the pause');
   });
 
   it('finds a sentence spoken by espeak-ng, a voice of another kind, over line noise 25 dB below it', async () => {

@@ -37,6 +37,13 @@ export const END_OF_UTTERANCE_SILENCE_MS = 500;
  * inside a word ("six" has a stop before its last sound), short for a quick turn.
  */
 export const COMPLETE_ANSWER_SILENCE_MS = 240;
+/**
+ * Quiet this long inside an utterance is a pause: reported once (`speech_pause`) so a listener
+ * can act on the words so far before the hangover decides whether the caller has finished (a
+ * converse turn asks the model then, docs/agents.md "Latency"). Longer than the gaps between
+ * words, well inside every hangover.
+ */
+export const PAUSE_MS = 150;
 /** An utterance is cut here even if the caller keeps talking (or the noise never stops). */
 export const MAX_UTTERANCE_MS = 15_000;
 /** Nothing quieter than this is speech, however quiet the line. */
@@ -52,6 +59,7 @@ export interface EndpointerSettings {
   speechStartMs: number;
   endSilenceMs: number;
   completeAnswerSilenceMs: number;
+  pauseMs: number;
   maxUtteranceMs: number;
   minSpeechDbfs: number;
   marginDb: number;
@@ -63,6 +71,7 @@ export const DEFAULT_ENDPOINTER_SETTINGS: EndpointerSettings = {
   speechStartMs: SPEECH_START_MS,
   endSilenceMs: END_OF_UTTERANCE_SILENCE_MS,
   completeAnswerSilenceMs: COMPLETE_ANSWER_SILENCE_MS,
+  pauseMs: PAUSE_MS,
   maxUtteranceMs: MAX_UTTERANCE_MS,
   minSpeechDbfs: MIN_SPEECH_DBFS,
   marginDb: SPEECH_MARGIN_DB,
@@ -73,6 +82,8 @@ export const DEFAULT_ENDPOINTER_SETTINGS: EndpointerSettings = {
 export type EndpointEvent =
   /** `at`: when the first loud frame began. */
   | { type: 'speech_start'; at: number }
+  /** The caller has been quiet `pauseMs` inside an utterance, which may go on: `at` when the last speech frame ended, `detectedAt` the frame that decided it. Once per pause. */
+  | { type: 'speech_pause'; at: number; detectedAt: number }
   /** `at`: when the last speech frame ended (the real end of speech); `detectedAt`: the frame that decided it. */
   | { type: 'speech_end'; at: number; detectedAt: number; reason: 'silence' | 'max_length' };
 
@@ -161,6 +172,7 @@ export class Endpointer implements SpeechEndpointer {
     }
 
     this.utteranceMs += durationMs;
+    const quietBefore = this.quietMs;
     if (level >= keep) {
       this.quietMs = 0;
       this.lastSpeechAt = at;
@@ -170,7 +182,7 @@ export class Endpointer implements SpeechEndpointer {
     const hangoverMs = this.answerComplete ? this.settings.completeAnswerSilenceMs : (this.turnEndSilenceMs ?? this.settings.endSilenceMs);
     if (this.quietMs >= hangoverMs) return this.end(at, 'silence', this.lastSpeechAt);
     if (this.utteranceMs >= this.settings.maxUtteranceMs) return this.end(at, 'max_length', at);
-    return undefined;
+    return pauseOf(quietBefore, this.quietMs, this.settings.pauseMs, this.lastSpeechAt, at);
   }
 
   private end(at: number, reason: 'silence' | 'max_length', speechEndedAt: number): EndpointEvent {
@@ -189,4 +201,9 @@ export class Endpointer implements SpeechEndpointer {
     this.quietest.push({ at: this.heardMs, level });
     while (this.quietest[0].at <= this.heardMs - this.settings.noiseWindowMs) this.quietest.shift();
   }
+}
+
+/** The pause event when this frame's quiet (`quietMs`, `quietBefore` before it) first reaches `pauseMs`. */
+export function pauseOf(quietBefore: number, quietMs: number, pauseMs: number, speechEndedAt: number, at: number): EndpointEvent | undefined {
+  return quietBefore < pauseMs && quietMs >= pauseMs ? { type: 'speech_pause', at: speechEndedAt, detectedAt: at } : undefined;
 }

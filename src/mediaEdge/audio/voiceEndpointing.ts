@@ -15,7 +15,7 @@
  * resolves after the model has run, the others at once. Pushes must not overlap.
  */
 import { SAMPLE_RATE, type PcmFrame } from '../media/channel.js';
-import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, MAX_UTTERANCE_MS, type EndpointEvent, type SpeechEndpointer } from './endpointing.js';
+import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, MAX_UTTERANCE_MS, PAUSE_MS, pauseOf, type EndpointEvent, type SpeechEndpointer } from './endpointing.js';
 import { VAD_WINDOW_SAMPLES, type SileroVadClassifier } from './sileroVad.js';
 
 const WINDOW_MS = (VAD_WINDOW_SAMPLES * 1000) / SAMPLE_RATE; // 32
@@ -31,6 +31,8 @@ export interface VoiceEndpointerSettings {
   endSilenceMs: number;
   /** Quiet that ends an utterance already marked a complete answer. */
   completeAnswerSilenceMs: number;
+  /** Quiet inside an utterance reported once as a pause (whole windows: the first window at or past it). */
+  pauseMs: number;
   maxUtteranceMs: number;
 }
 
@@ -44,6 +46,7 @@ export const DEFAULT_VOICE_ENDPOINTER_SETTINGS: VoiceEndpointerSettings = {
   speechStartMs: 96,
   endSilenceMs: END_OF_UTTERANCE_SILENCE_MS,
   completeAnswerSilenceMs: COMPLETE_ANSWER_SILENCE_MS,
+  pauseMs: PAUSE_MS,
   maxUtteranceMs: MAX_UTTERANCE_MS,
 };
 
@@ -121,6 +124,7 @@ export class VoiceEndpointer implements SpeechEndpointer {
     }
 
     this.utteranceMs += WINDOW_MS;
+    const quietBefore = this.quietMs;
     if (probability >= settings.negThreshold) {
       this.quietMs = 0;
       this.lastVoiceAt = at;
@@ -130,7 +134,7 @@ export class VoiceEndpointer implements SpeechEndpointer {
     const hangoverMs = this.answerComplete ? settings.completeAnswerSilenceMs : (this.turnEndSilenceMs ?? settings.endSilenceMs);
     if (this.quietMs >= hangoverMs) return this.end(at, 'silence', this.lastVoiceAt);
     if (this.utteranceMs >= settings.maxUtteranceMs) return this.end(at, 'max_length', at);
-    return undefined;
+    return pauseOf(quietBefore, this.quietMs, settings.pauseMs, this.lastVoiceAt, at);
   }
 
   private end(at: number, reason: 'silence' | 'max_length', speechEndedAt: number): EndpointEvent {

@@ -16,8 +16,8 @@ import type { SentenceSource } from './engine.js';
 /** What a converse turn needs of the call's conversation. */
 export interface ConverseVoice {
   speakSentences(source: SentenceSource, options: { signal: AbortSignal }): Promise<{ said: string; interrupted: boolean; firstFrameAt?: number; systemNotes?: SystemNote[] }>;
-  /** `noSpeechTimerAfter`: the agent is still speaking; the caller's time to start counts once it settles. */
-  listen(options: { timeoutMs: number; signal: AbortSignal; noSpeechTimerAfter?: Promise<unknown> }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
+  /** `noSpeechTimerAfter`: the agent is still speaking; the caller's time to start counts once it settles. `onPause`: the words so far when the caller pauses. */
+  listen(options: { timeoutMs: number; signal: AbortSignal; noSpeechTimerAfter?: Promise<unknown>; onPause?: (textSoFar: string) => void }): Promise<{ kind: 'utterance'; text: string; keyed?: boolean; systemNotes?: SystemNote[] } | { kind: 'silence'; systemNotes?: SystemNote[] }>;
   /** Settles when the call's media ends (an early answer for the next turn is then cancelled). */
   ended?: Promise<unknown>;
 }
@@ -100,10 +100,14 @@ function errorOf(err: unknown): { code: string; message: string; status?: number
  * (converseStep.ts: this turn's words as the assistant's message, as `said`, then the caller's
  * as the user's), when one follows. Should the two ever differ, the activity's request does not
  * match and the early answer is cancelled: a lost head start, never a wrong answer.
+ *
+ * Also asked on the words so far when the caller pauses (`heard` then holds them): when the
+ * pause turns out to be the end and the final text is the same, the answer asked at the pause
+ * is the one kept (EarlyModelTurns.ask), begun the hangover and the recognition sooner.
  */
 function askNextEarly(deps: ConverseTurnDeps, voice: ConverseVoice, input: ConverseTurnInput, assistant: ConverseTurnInput['messages'], heard: ConverseTurnResult['heard'], usage: ConverseUsage): void {
   const next = input.next;
-  if (!deps.llm || !deps.earlyTurns || !next || heard?.kind !== 'utterance') return;
+  if (!deps.llm || !deps.earlyTurns || !next || heard?.kind !== 'utterance' || !heard.text) return;
   const tokensLeft = next.tokensLeft - usage.total_tokens;
   if (tokensLeft <= 0) return;
   const tools = input.say !== undefined ? (next.tools ?? []) : input.tools;
@@ -121,7 +125,10 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     return answer;
   };
   const finish = (result: Omit<ConverseTurnResult, 'systemNotes'>): ConverseTurnResult => (systemNotes.length ? { ...result, systemNotes } : result);
-  const listen = (stop: AbortSignal, agentSpeaking: Promise<unknown>) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop, noSpeechTimerAfter: agentSpeaking }).then(keepNotes);
+  // What a pause in the caller's answer asks early, once this turn knows what it said (set below).
+  let askAtPause: ((textSoFar: string) => void) | undefined;
+  const onPause = (textSoFar: string) => askAtPause?.(textSoFar);
+  const listen = (stop: AbortSignal, agentSpeaking: Promise<unknown>) => voice.listen({ timeoutMs: input.noSpeechTimeoutMs, signal: stop, noSpeechTimerAfter: agentSpeaking, onPause }).then(keepNotes);
   const heardOf = (h: Awaited<ReturnType<typeof listen>>): ConverseTurnResult['heard'] =>
     h.kind === 'utterance' ? { kind: 'utterance', text: h.text, ...(h.keyed ? { keyed: true } : {}) } : { kind: 'silence' };
   // Listening from the start, as an ask does while its prompt plays: the recogniser is ready
@@ -145,9 +152,11 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
     line.push(input.say);
     line.end();
     const { spoken, listening } = await speakWhileListening(line);
-    const heard = heardOf(await listening);
     // The workflow adds the line to the conversation only when some of it was said.
-    askNextEarly(deps, voice, input, spoken.said ? [{ role: 'assistant', content: spoken.said }] : [], heard, NO_USAGE);
+    const assistant: ConverseTurnInput['messages'] = spoken.said ? [{ role: 'assistant', content: spoken.said }] : [];
+    askAtPause = (text) => askNextEarly(deps, voice, input, assistant, { kind: 'utterance', text }, NO_USAGE);
+    const heard = heardOf(await listening);
+    askNextEarly(deps, voice, input, assistant, heard, NO_USAGE);
     return finish({ outcome: 'answered', said: spoken.said, interrupted: spoken.interrupted, content: '', toolCalls: [], usage: NO_USAGE, heard });
   }
   if (!deps.llm) {
@@ -214,8 +223,10 @@ export async function runConverseTurn(deps: ConverseTurnDeps, voice: ConverseVoi
       await listening.catch(() => undefined);
       return finish({ ...base, outcome: 'tool_calls', content: completion.content, toolCalls: checkToolCalls(completion.toolCalls, input.tools, deps.checkArguments), usage });
     }
+    const assistant: ConverseTurnInput['messages'] = [{ role: 'assistant', content: spoken.said }];
+    askAtPause = (text) => askNextEarly(deps, voice, input, assistant, { kind: 'utterance', text }, usage);
     const heard = heardOf(await listening);
-    askNextEarly(deps, voice, input, [{ role: 'assistant', content: spoken.said }], heard, usage);
+    askNextEarly(deps, voice, input, assistant, heard, usage);
     return finish({ ...base, outcome: 'answered', content: completion.content, toolCalls: [], usage, heard });
   } catch (err) {
     model.abort(err);

@@ -63,8 +63,13 @@ export class EarlyModelTurns {
 
   constructor(private readonly options: { keepMs?: number; now?: () => number } = {}) {}
 
-  /** Asks the model now for the call's next turn; an earlier early answer of the call is cancelled. `callEnded` cancels it too. */
+  /**
+   * Asks the model now for the call's next turn; an earlier early answer of the call is
+   * cancelled, unless it was asked with exactly this request (the caller's words at a pause were
+   * the whole answer): that one goes on, with its head start. `callEnded` cancels it too.
+   */
   ask(callId: string, llm: ChatCompletionsClient, request: EarlyRequest, callEnded?: Promise<unknown>): void {
+    if (this.byCall.get(callId)?.answer.key === keyOf(request)) return;
     this.drop(callId);
     const now = this.options.now ?? (() => performance.timeOrigin + performance.now());
     const answer = new EarlyAnswer(llm, keyOf(request), request, now());

@@ -263,10 +263,11 @@ export class ConversationEngine {
    * `endSilenceMs`: the quiet that ends this answer instead of the endpointer's own (a
    * converse turn's shorter hangover, docs/speech.md "Endpointing"). `noSpeechTimerAfter`: the
    * agent is still speaking (a converse turn's answer): the recogniser starts now, as for an
-   * ask's prompt, and `timeoutMs` counts once this settles.
+   * ask's prompt, and `timeoutMs` counts once this settles. `onPause`: the recogniser's text so
+   * far each time the caller pauses inside the answer (PendingAnswerOptions.onPause).
    */
-  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal; endSilenceMs?: number; noSpeechTimerAfter?: Promise<unknown> }): Promise<ListenResult> {
-    const answer = this.expectAnswer(options.hint, options.signal, undefined);
+  async listen(options: { hint?: AnswerHint; timeoutMs: number; signal?: AbortSignal; endSilenceMs?: number; noSpeechTimerAfter?: Promise<unknown>; onPause?: (textSoFar: string) => void }): Promise<ListenResult> {
+    const answer = this.expectAnswer(options.hint, options.signal, undefined, options.onPause);
     if (options.noSpeechTimerAfter) void options.noSpeechTimerAfter.then(() => answer.startNoSpeechTimer(options.timeoutMs), () => undefined);
     else answer.startNoSpeechTimer(options.timeoutMs);
     if (options.endSilenceMs === undefined) return answer.result;
@@ -355,7 +356,7 @@ export class ConversationEngine {
   }
 
   /** `digits`: how many digits the question asks for, when it says. */
-  private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined, digits: number | undefined): PendingAnswer {
+  private expectAnswer(hint: AnswerHint | undefined, signal: AbortSignal | undefined, digits: number | undefined, onPause?: (textSoFar: string) => void): PendingAnswer {
     this.assertOpen();
     if (signal?.aborted) throw abortReason(signal);
     // The caller's context (the ask activity's span): the parent of the turn this answer starts.
@@ -369,6 +370,7 @@ export class ConversationEngine {
       onPartial: (text) => {
         if (this.speaking && hint && isCompleteAnswer(hint.expect, text, digits)) this.endpointer.answerComplete = true;
       },
+      onPause,
       onUtterance: (heard) => (this.lastUtterance = { ...heard, heardIn }),
       onDone: () => this.answers.delete(answer),
     });

@@ -38,6 +38,11 @@ export interface PendingAnswerOptions {
   onUtterance: (heard: { speechEndedAt: number; endDetectedAt: number; recognisedAt: number }) => void;
   /** The recogniser's text so far, while the caller speaks (recognisers that can tell before the end). */
   onPartial?: (text: string) => void;
+  /**
+   * The caller paused (the endpointer's `speech_pause`) and this is what the recogniser made
+   * of the answer so far; the caller may yet go on. Once per pause, when the recogniser can tell.
+   */
+  onPause?: (textSoFar: string) => void;
   onDone: () => void;
 }
 
@@ -50,6 +55,10 @@ export class PendingAnswer {
   private resolve!: (result: ListenResult) => void;
   private reject!: (err: Error) => void;
   private readonly onAbort = () => this.cancel(abortReason(this.options.signal!));
+  /** The recogniser's latest text of the utterance being heard. */
+  private partial = '';
+  /** A pause asked the recogniser for its text so far: the next partial text answers it. */
+  private pauseAsked = false;
 
   constructor(private readonly options: PendingAnswerOptions) {
     this.result = new Promise<ListenResult>((resolve, reject) => {
@@ -76,6 +85,7 @@ export class PendingAnswer {
 
   onSpeech(event: EndpointEvent, utterance: readonly PcmFrame[]): void {
     if (event.type === 'speech_start' && this.state === 'waiting') this.startHearing(utterance);
+    else if (event.type === 'speech_pause' && this.state === 'hearing') this.paused();
     else if (event.type === 'speech_end' && this.state === 'hearing') {
       this.state = 'recognising';
       void this.recognise(event.at, event.detectedAt);
@@ -91,13 +101,34 @@ export class PendingAnswer {
 
   private openSession(): RecognitionSession {
     const session = this.options.recognizer.start({ hint: this.options.hint });
-    const { onPartial } = this.options;
-    if (onPartial) session.onPartial((text) => this.state === 'hearing' && this.session === session && onPartial(text));
+    const { onPartial, onPause } = this.options;
+    if (onPartial || onPause) {
+      session.onPartial((text) => {
+        if (this.state !== 'hearing' || this.session !== session) return;
+        this.partial = text;
+        onPartial?.(text);
+        if (!this.pauseAsked) return;
+        this.pauseAsked = false;
+        onPause?.(text);
+      });
+    }
     return session;
+  }
+
+  /** The caller paused: the text so far to `onPause`, asked of the recogniser if it answers when asked, else its latest. */
+  private paused(): void {
+    const { onPause } = this.options;
+    if (!onPause) return;
+    if (this.session.requestPartial) {
+      this.pauseAsked = true;
+      this.session.requestPartial();
+    } else if (this.partial) onPause(this.partial);
   }
 
   private startHearing(utterance: readonly PcmFrame[]): void {
     this.state = 'hearing';
+    this.partial = '';
+    this.pauseAsked = false;
     clearTimeout(this.timer);
     for (const frame of utterance) this.session.write(frame);
   }

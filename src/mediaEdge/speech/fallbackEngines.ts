@@ -114,6 +114,10 @@ class FallbackSession implements RecognitionSession {
     return () => this.partialListeners.delete(listener);
   }
 
+  requestPartial(): void {
+    this.current.requestPartial?.();
+  }
+
   async finish(): Promise<Transcript> {
     let failure: unknown;
     try {

@@ -66,6 +66,12 @@ export interface RecognitionSession {
   write(frame: PcmFrame): void;
   /** Text recognised so far, when the engine can tell before the end. */
   onPartial(listener: (text: string) => void): () => void;
+  /**
+   * Asks for the text so far now (the caller has paused): it comes to the `onPartial`
+   * listeners, if the engine can tell. Engines whose partial text streams unasked need not
+   * have it.
+   */
+  requestPartial?(): void;
   /** No more audio: resolves with the final text. */
   finish(): Promise<Transcript>;
   /** Drops the utterance and frees what the session holds; finish() then rejects. Idempotent. */

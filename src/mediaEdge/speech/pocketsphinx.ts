@@ -197,6 +197,19 @@ class PocketsphinxSession implements RecognitionSession {
     return () => this.partialListeners.delete(listener);
   }
 
+  /** A warm decoder tells its text so far; a process per utterance only what it prints at its own pauses. */
+  requestPartial(): void {
+    const decoder = this.decoder;
+    if (!decoder || this.ended || this.aborted) return;
+    void decoder.partial().then(
+      (text) => {
+        if (!text || this.decoder !== decoder || this.ended || this.aborted) return;
+        for (const listener of this.partialListeners) listener(text);
+      },
+      () => undefined, // a decoder that died fails the utterance at finish()
+    );
+  }
+
   finish(): Promise<Transcript> {
     if (!this.ended && !this.aborted) {
       this.ended = true;

@@ -40,6 +40,7 @@ export const POCKETSPHINX_DEFAULT_WARM_DECODERS = 8;
 const BATCH_BYTES = 3_200;
 const AUDIO = 0x41; // 'A'
 const END = 0x45; // 'E'
+const PARTIAL = 0x50; // 'P'
 const ABANDON = 0x58; // 'X'
 
 /** One worker process and its decoder. */
@@ -108,6 +109,13 @@ export class WarmDecoder {
     throw new Error(`pocketsphinx worker: ${line.replace(/^error /, '')}`);
   }
 
+  /** The text of the utterance so far, the utterance going on (the audio written is sent first). */
+  async partial(): Promise<string> {
+    const line = await this.ask(PARTIAL);
+    if (line.startsWith('partial')) return line.slice(8).trim();
+    throw new Error(`pocketsphinx worker: ${line}`);
+  }
+
   /** Drops the utterance; resolves once the decoder is free for the next. */
   async abandon(): Promise<void> {
     await this.ask(ABANDON);
@@ -129,7 +137,7 @@ export class WarmDecoder {
   }
 
   private ask(type: number): Promise<string> {
-    // An abandoned utterance's audio is dropped unsent; an ended one's goes first.
+    // An abandoned utterance's audio is dropped unsent; an ended one's (or a partial's) goes first.
     if (type === ABANDON) {
       this.batch = [];
       this.batchBytes = 0;

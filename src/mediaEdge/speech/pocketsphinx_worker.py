@@ -11,9 +11,11 @@ ctypes: the Python standard library only, no venv.
 Framing (the edge writes stdin, reads stdout):
 - stdin: messages of one type byte, a 4-byte little-endian length, then that many bytes.
   `A`: audio, 16 kHz signed 16-bit little-endian mono, fed to the decoder as it comes (the
-  utterance starts with its first audio). `E`: the utterance has ended: decode what is left.
-  `X`: the utterance is abandoned. Both have an empty body.
-- stdout: one line per event. `ready` once the decoder is built; for each `E`, `text <words>`
+  utterance starts with its first audio). `P`: the text so far, the utterance going on (the
+  caller has paused). `E`: the utterance has ended: decode what is left. `X`: the utterance
+  is abandoned. `P`, `E` and `X` have an empty body.
+- stdout: one line per event. `ready` once the decoder is built; for each `P`, `partial
+  <words>`; for each `E`, `text <words>`
   (`text ` alone when nothing was recognised); for each `X`, `abandoned`; `error <message>`
   when the decoder fails an utterance (the process stays usable). A line for `E` or `X` means
   the decoder is free for the next utterance.
@@ -168,6 +170,13 @@ def main():
                 in_utterance = True
             if pocketsphinx.ps_process_raw(decoder, body, len(body) // 2, 0, 0) < 0:
                 failed = "ps_process_raw failed"
+        elif kind == b"P":
+            # The text so far; the utterance goes on.
+            text = ""
+            if in_utterance and not failed:
+                hyp = pocketsphinx.ps_get_hyp(decoder, None)
+                text = hyp.decode("utf-8", "replace").strip() if hyp else ""
+            say("partial " + " ".join(text.split()))
         elif kind in (b"E", b"X"):
             text = ""
             if in_utterance:

@@ -182,10 +182,12 @@ export class WarmDecoders {
   private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'pocketsphinx-decoders-'));
   private readonly maxIdle: number;
   private closed = false;
-  /** Spares being started, by their arguments: one at a time per key. */
-  private readonly starting = new Map<string, Promise<void>>();
-  /** Their decoders, stopped by close() rather than waited for: one that never says ready must not hold the edge's shutdown. */
-  private readonly spares = new Set<WarmDecoder>();
+  /**
+   * Spares being started, by their arguments (one at a time per key): the decoder, and its start
+   * settling (kept idle or stopped). close() stops the decoder rather than wait for it: one that
+   * never says ready must not hold the edge's shutdown.
+   */
+  private readonly starting = new Map<string, { decoder: WarmDecoder; settled: Promise<void> }>();
   /** Keys whose starting spare a session already waits for: the next session starts its own rather than queue behind it. */
   private readonly claimed = new Set<string>();
   /** Decoders started and utterances served by a decoder that was already warm. */
@@ -218,7 +220,7 @@ export class WarmDecoders {
         this.keepSpare(args, key);
         return warm;
       }
-      const spare = this.starting.get(key);
+      const spare = this.starting.get(key)?.settled;
       if (!spare || this.claimed.has(key)) break;
       this.claimed.add(key);
       try {
@@ -279,8 +281,7 @@ export class WarmDecoders {
     if (this.closed || this.starting.has(key) || this.idle.some((d) => d.key === key)) return;
     if (this.idle.length + this.starting.size >= this.maxIdle) return;
     const spare = this.start(args, key);
-    this.spares.add(spare);
-    const starting = (async () => {
+    const settled = (async () => {
       try {
         await spare.ready;
         if (!this.closed && this.idle.length < this.maxIdle) this.keepIdle(spare);
@@ -289,17 +290,17 @@ export class WarmDecoders {
         // A spare that cannot start is no one's failure: the session that needs a decoder starts its own and says why.
         await spare.stop();
       } finally {
-        this.spares.delete(spare);
         this.starting.delete(key);
       }
     })();
-    this.starting.set(key, starting);
+    this.starting.set(key, { decoder: spare, settled });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.spares].map((d) => d.stop()));
-    await Promise.all(this.starting.values());
+    const spares = [...this.starting.values()];
+    await Promise.all(spares.map(({ decoder }) => decoder.stop()));
+    await Promise.all(spares.map(({ settled }) => settled));
     const all = [...this.idle.splice(0), ...this.busy];
     this.busy.clear();
     await Promise.all(all.map((d) => d.stop()));

@@ -13,7 +13,7 @@
 // and its parts (medians): endpointing (speech end → end detected), recognition (→ text), the
 // hand-off (text → the next converseTurn activity running on the edge: the activity's
 // completion, the workflow, the pickup), the model's first token (after the turn's activity
-// began: near 0 when the edge asked the model early, at recognition, docs/agents.md "Latency"),
+// began: near 0 when the edge asked the model early, at the caller's pause or at recognition, docs/agents.md "Latency"),
 // the first whole sentence, and synthesis to the first audio frame; how many turns were asked
 // early; the CPU of the service per second of call; the load average. Target (issue 29): p50 ≤
 // 900 ms at 10 concurrent calls.
@@ -242,7 +242,7 @@ async function main(): Promise<void> {
       if (turns.length) {
         out(`  turn latency (caller's speech end → agent's first audio): p50 ${ms(median(totals))}, p95 ${ms(quantile(totals, 0.95))}, max ${ms(Math.max(...totals))} over ${turns.length} model turns; target p50 ≤ ${TARGET_P50_MS} ms: ${median(totals) <= TARGET_P50_MS ? 'met' : 'missed'}`);
         out(`  parts, median (p95): endpointing ${part('endpointing')}; recognition ${part('recognition')}; hand-off to the next turn ${part('handoff')}; first token ${part('firstToken')} after the turn began; first sentence ${part('firstSentence')}; synthesis to first audio ${part('synthesis')}`);
-        out(`  the model asked early (when the caller's answer was recognised) in ${early.length} of ${turns.length} turns${early.length ? `, a median ${ms(median(early))} before the turn began` : ''}`);
+        out(`  the model asked early (at the caller's pause, or when the answer was recognised) in ${early.length} of ${turns.length} turns${early.length ? `, a median ${ms(median(early))} before the turn began` : ''}`);
       }
       if (failed.length) out(`  failed calls: ${failed.length} (${failed[0]})`);
       out(`  CPU of the service per call: ${(cpuPerCallSecond * 1000).toFixed(0)} ms per second of call = ${(cpuPerCallSecond * 100).toFixed(1)}% of a core (idle subtracted)`);

@@ -305,6 +305,12 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.equal(energy.settings.completeAnswerSilenceMs, 200);
     assert.equal(createEndpointing({}).settings.ENDPOINTER_CONVERSE_END_SILENCE_MS, 350);
     assert.equal(createEndpointing({ ENDPOINTER_CONVERSE_END_SILENCE_MS: '600' }).settings.ENDPOINTER_CONVERSE_END_SILENCE_MS, 600);
+    assert.equal((createEndpointing({}).create() as Endpointer).settings.pauseMs, 150);
+    assert.equal((createEndpointing({ ENDPOINTER_CONVERSE_PAUSE_MS: '200' }).create() as Endpointer).settings.pauseMs, 200);
+    // off: the caller's pauses are not reported, so no converse turn asks the model before the answer is recognised.
+    const noPauses = createEndpointing({ ENDPOINTER_CONVERSE_PAUSE_MS: 'off' }).create();
+    const heard = await events(onLine(await spoken('Yes, that is correct.'), 500, 1000, -60), noPauses, { pauses: true });
+    assert.deepEqual(heard.map((e) => e.type), ['speech_start', 'speech_end']);
 
     const silero = createEndpointing({ ENDPOINTER: 'silero', ENDPOINTER_VAD_THRESHOLD: '0.6' });
     assert.throws(() => silero.create(), /not loaded/);
@@ -322,6 +328,9 @@ describe('voice-activity endpointing (Silero VAD)', () => {
       [{ ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: '800' }, 'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS'],
       [{ ENDPOINTER_CONVERSE_END_SILENCE_MS: '20' }, 'ENDPOINTER_CONVERSE_END_SILENCE_MS'],
       [{ ENDPOINTER_CONVERSE_END_SILENCE_MS: 'quick' }, 'ENDPOINTER_CONVERSE_END_SILENCE_MS'],
+      [{ ENDPOINTER_CONVERSE_PAUSE_MS: 'soon' }, 'ENDPOINTER_CONVERSE_PAUSE_MS'],
+      [{ ENDPOINTER_CONVERSE_PAUSE_MS: '20' }, 'ENDPOINTER_CONVERSE_PAUSE_MS'],
+      [{ ENDPOINTER_CONVERSE_PAUSE_MS: '350' }, 'ENDPOINTER_CONVERSE_PAUSE_MS'],
       [{ ENDPOINTER_VAD_THRESHOLD: '1.5' }, 'ENDPOINTER_VAD_THRESHOLD'],
       [{ ENDPOINTER_ECHO_MARGIN_DB: 'loud' }, 'ENDPOINTER_ECHO_MARGIN_DB'],
       [{ ENDPOINTER_ECHO_MARGIN_DB: '3' }, 'ENDPOINTER_ECHO_MARGIN_DB'],

@@ -6,6 +6,7 @@
  *   ENDPOINTER_END_SILENCE_MS              quiet that ends free speech (500)
  *   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS  quiet that ends an answer already complete (240)
  *   ENDPOINTER_CONVERSE_END_SILENCE_MS     quiet that ends a caller's turn in a converse step (350)
+ *   ENDPOINTER_CONVERSE_PAUSE_MS           quiet inside a caller's turn after which a converse step asks the model early (150; off)
  *   ENDPOINTER_VAD_THRESHOLD               silero: speech probability of a voice window (0.5)
  *   ENDPOINTER_ECHO_MARGIN_DB              voice this far below the agent's level while it speaks is echo (25; off)
  *
@@ -19,7 +20,7 @@ import { z } from 'zod';
 import { ECHO_MARGIN_DB } from '../conversation/echoGate.js';
 import { SpeechConfigError, stopStartUp } from '../speech/speechEngines.js';
 import { readSpeechSettings } from '../speech/speechSettings.js';
-import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, type SpeechEndpointer } from './endpointing.js';
+import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, PAUSE_MS, type SpeechEndpointer } from './endpointing.js';
 import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
 import { DEFAULT_VOICE_ENDPOINTER_SETTINGS, VoiceEndpointer } from './voiceEndpointing.js';
 
@@ -40,6 +41,7 @@ export interface EndpointingConfig {
   ENDPOINTER_END_SILENCE_MS?: string;
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS?: string;
   ENDPOINTER_CONVERSE_END_SILENCE_MS?: string;
+  ENDPOINTER_CONVERSE_PAUSE_MS?: string;
   ENDPOINTER_VAD_THRESHOLD?: string;
   ENDPOINTER_ECHO_MARGIN_DB?: string;
 }
@@ -52,6 +54,17 @@ const schema = z.object({
   ENDPOINTER_END_SILENCE_MS: wholeMs(100, 5_000).default(END_OF_UTTERANCE_SILENCE_MS),
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: wholeMs(60, 5_000).default(COMPLETE_ANSWER_SILENCE_MS),
   ENDPOINTER_CONVERSE_END_SILENCE_MS: wholeMs(100, 5_000).default(CONVERSE_END_SILENCE_MS),
+  // off: no pause is reported, so a converse turn asks the model only once the answer is recognised.
+  ENDPOINTER_CONVERSE_PAUSE_MS: z
+    .string()
+    .default(String(PAUSE_MS))
+    .transform((value, ctx) => {
+      if (value === 'off') return null;
+      const ms = Number(value);
+      if (Number.isInteger(ms) && ms >= 60 && ms <= 5_000) return ms;
+      ctx.addIssue({ code: 'custom', message: 'must be a whole number of ms from 60 to 5000, or off' });
+      return z.NEVER;
+    }),
   ENDPOINTER_ECHO_MARGIN_DB: z
     .string()
     .default(String(ECHO_MARGIN_DB))
@@ -74,6 +87,13 @@ export function endpointingSettings(config: EndpointingConfig): EndpointingSetti
     throw new SpeechConfigError(
       'ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS',
       `ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS must be at most ENDPOINTER_END_SILENCE_MS (${settings.ENDPOINTER_END_SILENCE_MS}), got ${settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS}`,
+    );
+  }
+  const pauseMs = settings.ENDPOINTER_CONVERSE_PAUSE_MS;
+  if (pauseMs !== null && pauseMs >= settings.ENDPOINTER_CONVERSE_END_SILENCE_MS) {
+    throw new SpeechConfigError(
+      'ENDPOINTER_CONVERSE_PAUSE_MS',
+      `ENDPOINTER_CONVERSE_PAUSE_MS must be below ENDPOINTER_CONVERSE_END_SILENCE_MS (${settings.ENDPOINTER_CONVERSE_END_SILENCE_MS}), or off, got ${pauseMs}`,
     );
   }
   return settings;
@@ -122,7 +142,11 @@ function requireSileroFiles(where: SileroFiles): string {
 /** The configured endpointing; throws a SpeechConfigError when the configuration or the installation is wrong. */
 export function createEndpointing(config: EndpointingConfig = {}, sileroFiles: SileroFiles = {}): Endpointing {
   const settings = endpointingSettings(config);
-  const hangovers = { endSilenceMs: settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS };
+  const hangovers = {
+    endSilenceMs: settings.ENDPOINTER_END_SILENCE_MS,
+    completeAnswerSilenceMs: settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS,
+    pauseMs: settings.ENDPOINTER_CONVERSE_PAUSE_MS ?? Number.POSITIVE_INFINITY,
+  };
   if (settings.ENDPOINTER === 'energy') {
     return {
       kind: 'energy',

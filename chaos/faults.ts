@@ -37,6 +37,13 @@ const REDIS_DOWN_MS = 30_000;
 const WEBHOOK_FAIL_MS = 60_000;
 /** Postgres stays down this long, so requests meet the outage. */
 const POSTGRES_DOWN_MS = 5_000;
+/**
+ * The Temporal dev server stays down this long once it has exited: its outage window is this
+ * span, in which the health poll (about one a second) must find it down. A quick machine stops
+ * and starts it within a second, and a window from the stop's beginning held only a sample
+ * taken while it was still shutting down (answering), never one of the outage.
+ */
+const TEMPORAL_DOWN_MS = 3_000;
 
 export interface PlannedFault {
   kind: FaultKind;
@@ -170,10 +177,11 @@ export class FaultInjector {
         break;
       }
       case 'restart the Temporal dev server': {
-        const from = Date.now();
         await c.stopTemporal();
-        // Down until it is started again: while it starts, its frontend answers before the
-        // namespace is ready, so health may rightly say ok then.
+        // Down from its exit until it is started again: while it starts, its frontend answers
+        // before the namespace is ready, so health may rightly say ok then.
+        const from = Date.now();
+        await sleep(TEMPORAL_DOWN_MS);
         this.outages.push({ part: 'temporal', from, to: Date.now() });
         await c.startTemporal();
         break;

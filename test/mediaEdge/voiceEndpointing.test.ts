@@ -16,6 +16,7 @@ import { VoiceEndpointer } from '../../src/mediaEdge/audio/voiceEndpointing.js';
 import { impliedDigitCount, isCompleteAnswer } from '../../src/mediaEdge/conversation/answerCompleteness.js';
 import { ConversationEngine } from '../../src/mediaEdge/conversation/engine.js';
 import { EspeakSynthesizer } from '../../src/mediaEdge/speech/espeak.js';
+import { FallbackRecognizer } from '../../src/mediaEdge/speech/fallbackEngines.js';
 import { FestivalSynthesizer } from '../../src/mediaEdge/speech/festival.js';
 import type { RecognitionSession, SpeechRecognizer, SpeechSynthesizer, Transcript } from '../../src/mediaEdge/speech/interfaces.js';
 import { SpeechConfigError } from '../../src/mediaEdge/speech/speechEngines.js';
@@ -190,6 +191,27 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.ok(free >= 480, `free speech ended ${free} ms after the speech`);
     assert.ok(pin <= 320, `four digits asked for ended ${pin} ms after the speech`);
     assert.ok(anyDigits >= 480, `digits of no stated length ended ${anyDigits} ms after the speech`);
+  });
+
+  it('a pause tells the latest partial text of a recogniser that streams it unasked (as Deepgram does), behind the cloud fallback too', async () => {
+    for (const recognizer of [new PartialTextRecognizer('my name is john smith', 20), new FallbackRecognizer(new PartialTextRecognizer('my name is john smith', 20), new PartialTextRecognizer('never used', 1), () => undefined)]) {
+      const channel = new LoopbackChannel({ backgroundDbfs: -65 });
+      const engine = new ConversationEngine({ channel, synthesizer: quietPrompt, recognizer, endpointer: voice(), now: () => channel.ticks * FRAME_MS });
+      try {
+        const pauses: { text: string; at: number }[] = [];
+        const heard = engine.listen({ hint: { expect: 'free', latency: 'low' }, timeoutMs: 5000, endSilenceMs: 350, onPause: (text) => pauses.push({ text, at: channel.ticks * FRAME_MS }) });
+        await channel.agentFrames(0);
+        await channel.callerSays(onLine(await spoken('my name is john smith'), 300, 1500));
+        const result = await heard;
+        assert.ok(result.kind === 'utterance');
+        assert.ok(pauses.length >= 1, `${recognizer.name}: a pause was told`);
+        assert.deepEqual(pauses.at(-1)?.text, 'my name is john smith');
+        assert.ok(pauses.at(-1)!.at < result.recognisedAt, 'before the answer');
+      } finally {
+        engine.close();
+        channel.close();
+      }
+    }
   });
 
   it('barge-in on voice: line noise at speech level does not cut the agent off, the caller speaking does', async () => {

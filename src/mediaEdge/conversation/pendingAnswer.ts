@@ -115,14 +115,14 @@ export class PendingAnswer {
     return session;
   }
 
-  /** The caller paused: the text so far to `onPause`, asked of the recogniser if it answers when asked, else its latest. */
+  /** The caller paused: the text so far to `onPause`, asked of the recogniser if it can tell now, else its latest partial text. */
   private paused(): void {
     const { onPause } = this.options;
     if (!onPause) return;
-    if (this.session.requestPartial) {
-      this.pauseAsked = true;
-      this.session.requestPartial();
-    } else if (this.partial) onPause(this.partial);
+    this.pauseAsked = true;
+    if (this.session.requestPartial?.()) return;
+    this.pauseAsked = false;
+    if (this.partial) onPause(this.partial);
   }
 
   private startHearing(utterance: readonly PcmFrame[]): void {

@@ -114,8 +114,8 @@ class FallbackSession implements RecognitionSession {
     return () => this.partialListeners.delete(listener);
   }
 
-  requestPartial(): void {
-    this.current.requestPartial?.();
+  requestPartial(): boolean {
+    return this.current.requestPartial?.() ?? false;
   }
 
   async finish(): Promise<Transcript> {

@@ -67,11 +67,11 @@ export interface RecognitionSession {
   /** Text recognised so far, when the engine can tell before the end. */
   onPartial(listener: (text: string) => void): () => void;
   /**
-   * Asks for the text so far now (the caller has paused): it comes to the `onPartial`
-   * listeners, if the engine can tell. Engines whose partial text streams unasked need not
-   * have it.
+   * Asks for the text so far now (the caller has paused); true when it will come to the
+   * `onPartial` listeners (unless nothing was recognised yet), false when the engine cannot
+   * tell now. Engines whose partial text streams unasked need not have it.
    */
-  requestPartial?(): void;
+  requestPartial?(): boolean;
   /** No more audio: resolves with the final text. */
   finish(): Promise<Transcript>;
   /** Drops the utterance and frees what the session holds; finish() then rejects. Idempotent. */

@@ -198,9 +198,9 @@ class PocketsphinxSession implements RecognitionSession {
   }
 
   /** A warm decoder tells its text so far; a process per utterance only what it prints at its own pauses. */
-  requestPartial(): void {
+  requestPartial(): boolean {
     const decoder = this.decoder;
-    if (!decoder || this.ended || this.aborted) return;
+    if (!decoder || this.ended || this.aborted) return false;
     void decoder.partial().then(
       (text) => {
         if (!text || this.decoder !== decoder || this.ended || this.aborted) return;
@@ -208,6 +208,7 @@ class PocketsphinxSession implements RecognitionSession {
       },
       () => undefined, // a decoder that died fails the utterance at finish()
     );
+    return true;
   }
 
   finish(): Promise<Transcript> {

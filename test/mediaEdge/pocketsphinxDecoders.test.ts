@@ -188,11 +188,12 @@ describe('decoders of calls that arrive together', () => {
     /** Workers whose gate is open, or kept shut. */
     const seen = new Set<number>();
     const open = (pid: number) => writeFileSync(path.join(dir, String(pid)), '');
+    // One look at /proc finds the new worker and names it: a second look can miss a process mid-exec.
     const newWorker = async (what: string) => {
-      await eventually(() => workerPids('gated.py').some((pid) => !seen.has(pid)), what);
-      const pid = workerPids('gated.py').find((p) => !seen.has(p))!;
-      seen.add(pid);
-      return pid;
+      let pid: number | undefined;
+      await eventually(() => (pid = workerPids('gated.py').find((p) => !seen.has(p))) !== undefined, what);
+      seen.add(pid!);
+      return pid!;
     };
     try {
       const first = decoders.acquire(['-gates', dir]);

@@ -175,8 +175,8 @@ export async function startVoiceEdge(options: VoiceEdgeOptions): Promise<VoiceEd
       synthesizer: callSpeech.synthesizer,
       recognizer: callSpeech.recognizer,
       endpointer: endpointing.create(),
-      // The energy endpointer a failed voice-activity model leaves the call to keeps the configured hangovers.
-      endpointing: { endSilenceMs: endpointing.settings.ENDPOINTER_END_SILENCE_MS, completeAnswerSilenceMs: endpointing.settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS },
+      // The energy endpointer a failed voice-activity model leaves the call to keeps the configured hangovers and pause.
+      endpointing: endpointing.energySettings,
       onEndpointerError: (err) => log.warn({ err }, 'voice-activity endpointer failed: energy endpointing for the rest of the call'),
       echoMarginDb: endpointing.echoMarginDb,
       digitTimeoutMs: config.DTMF_DIGIT_TIMEOUT_MS,

@@ -105,6 +105,9 @@ const edgeEndpointing: Endpointing = {
   get echoMarginDb() {
     return (sileroEndpointing ?? energyEndpointing).echoMarginDb;
   },
+  get energySettings() {
+    return (sileroEndpointing ?? energyEndpointing).energySettings;
+  },
   create: () => (sileroEndpointing ?? energyEndpointing).create(),
   warmUp: () => energyEndpointing.warmUp(),
   close: () => energyEndpointing.close(),

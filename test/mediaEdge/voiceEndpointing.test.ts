@@ -329,6 +329,7 @@ describe('voice-activity endpointing (Silero VAD)', () => {
     assert.equal(createEndpointing({ ENDPOINTER_CONVERSE_END_SILENCE_MS: '600' }).settings.ENDPOINTER_CONVERSE_END_SILENCE_MS, 600);
     assert.equal((createEndpointing({}).create() as Endpointer).settings.pauseMs, 150);
     assert.equal((createEndpointing({ ENDPOINTER_CONVERSE_PAUSE_MS: '200' }).create() as Endpointer).settings.pauseMs, 200);
+    assert.equal(createEndpointing({ ENDPOINTER_CONVERSE_PAUSE_MS: 'off' }).energySettings.pauseMs, Number.POSITIVE_INFINITY, 'the energy endpointer a failed Silero model leaves a call to keeps it off too');
     // off: the caller's pauses are not reported, so no converse turn asks the model before the answer is recognised.
     const noPauses = createEndpointing({ ENDPOINTER_CONVERSE_PAUSE_MS: 'off' }).create();
     const heard = await events(onLine(await spoken('Yes, that is correct.'), 500, 1000, -60), noPauses, { pauses: true });

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { ECHO_MARGIN_DB } from '../conversation/echoGate.js';
 import { SpeechConfigError, stopStartUp } from '../speech/speechEngines.js';
 import { readSpeechSettings } from '../speech/speechSettings.js';
-import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, PAUSE_MS, type SpeechEndpointer } from './endpointing.js';
+import { COMPLETE_ANSWER_SILENCE_MS, END_OF_UTTERANCE_SILENCE_MS, Endpointer, PAUSE_MS, type EndpointerSettings, type SpeechEndpointer } from './endpointing.js';
 import { sileroWeightsPath, SileroVadModel } from './sileroVad.js';
 import { DEFAULT_VOICE_ENDPOINTER_SETTINGS, VoiceEndpointer } from './voiceEndpointing.js';
 
@@ -49,32 +49,27 @@ export interface EndpointingConfig {
 const wholeMs = (min: number, max: number) =>
   z.coerce.number({ message: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 
+/** A number `accepts` takes, or `off` (null). */
+const numberOrOff = (fallback: number, accepts: (n: number) => boolean, message: string) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((value, ctx) => {
+      if (value === 'off') return null;
+      const n = Number(value);
+      if (accepts(n)) return n;
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    });
+
 const schema = z.object({
   ENDPOINTER: z.enum(ENDPOINTERS, { message: `must be one of ${ENDPOINTERS.join(', ')}` }).default('energy'),
   ENDPOINTER_END_SILENCE_MS: wholeMs(100, 5_000).default(END_OF_UTTERANCE_SILENCE_MS),
   ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS: wholeMs(60, 5_000).default(COMPLETE_ANSWER_SILENCE_MS),
   ENDPOINTER_CONVERSE_END_SILENCE_MS: wholeMs(100, 5_000).default(CONVERSE_END_SILENCE_MS),
   // off: no pause is reported, so a converse turn asks the model only once the answer is recognised.
-  ENDPOINTER_CONVERSE_PAUSE_MS: z
-    .string()
-    .default(String(PAUSE_MS))
-    .transform((value, ctx) => {
-      if (value === 'off') return null;
-      const ms = Number(value);
-      if (Number.isInteger(ms) && ms >= 60 && ms <= 5_000) return ms;
-      ctx.addIssue({ code: 'custom', message: 'must be a whole number of ms from 60 to 5000, or off' });
-      return z.NEVER;
-    }),
-  ENDPOINTER_ECHO_MARGIN_DB: z
-    .string()
-    .default(String(ECHO_MARGIN_DB))
-    .transform((value, ctx) => {
-      if (value === 'off') return null;
-      const db = Number(value);
-      if (Number.isFinite(db) && db >= 6 && db <= 60) return db;
-      ctx.addIssue({ code: 'custom', message: 'must be a number of dB from 6 to 60, or off' });
-      return z.NEVER;
-    }),
+  ENDPOINTER_CONVERSE_PAUSE_MS: numberOrOff(PAUSE_MS, (ms) => Number.isInteger(ms) && ms >= 60 && ms <= 5_000, 'must be a whole number of ms from 60 to 5000, or off'),
+  ENDPOINTER_ECHO_MARGIN_DB: numberOrOff(ECHO_MARGIN_DB, (db) => Number.isFinite(db) && db >= 6 && db <= 60, 'must be a number of dB from 6 to 60, or off'),
   ENDPOINTER_VAD_THRESHOLD: z.coerce.number({ message: 'must be a number' }).gt(0.15, 'must be above 0.15').lt(1, 'must be below 1').default(DEFAULT_VOICE_ENDPOINTER_SETTINGS.threshold),
 });
 
@@ -105,6 +100,8 @@ export interface Endpointing {
   readonly settings: EndpointingSettings;
   /** The conversation engine's echo margin (null: no echo gate). */
   readonly echoMarginDb: number | null;
+  /** The configured hangovers and pause, as the energy endpointer takes them (also the one a failed voice-activity model leaves a call to). */
+  readonly energySettings: Partial<EndpointerSettings>;
   /** A new endpointer for one call (after warmUp for silero). */
   create(): SpeechEndpointer;
   /** Loads the voice-activity model (nothing for energy); a SpeechConfigError naming ENDPOINTER when it cannot. */
@@ -142,7 +139,7 @@ function requireSileroFiles(where: SileroFiles): string {
 /** The configured endpointing; throws a SpeechConfigError when the configuration or the installation is wrong. */
 export function createEndpointing(config: EndpointingConfig = {}, sileroFiles: SileroFiles = {}): Endpointing {
   const settings = endpointingSettings(config);
-  const hangovers = {
+  const hangovers: Partial<EndpointerSettings> = {
     endSilenceMs: settings.ENDPOINTER_END_SILENCE_MS,
     completeAnswerSilenceMs: settings.ENDPOINTER_COMPLETE_ANSWER_SILENCE_MS,
     pauseMs: settings.ENDPOINTER_CONVERSE_PAUSE_MS ?? Number.POSITIVE_INFINITY,
@@ -152,6 +149,7 @@ export function createEndpointing(config: EndpointingConfig = {}, sileroFiles: S
       kind: 'energy',
       settings,
       echoMarginDb: settings.ENDPOINTER_ECHO_MARGIN_DB,
+      energySettings: hangovers,
       create: () => new Endpointer(hangovers),
       warmUp: async () => undefined,
       close: async () => undefined,
@@ -166,6 +164,7 @@ export function createEndpointing(config: EndpointingConfig = {}, sileroFiles: S
     kind: 'silero',
     settings,
     echoMarginDb: settings.ENDPOINTER_ECHO_MARGIN_DB,
+    energySettings: hangovers,
     create() {
       if (!loaded) throw new Error('the voice-activity model is not loaded yet (call warmUp first)');
       return new VoiceEndpointer(loaded.classifier(), voiceSettings);

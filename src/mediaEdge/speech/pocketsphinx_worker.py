@@ -119,6 +119,12 @@ class FreshCepstralMean:
             sphinxbase.cmn_live_set(self.cmn, self.initial)
 
 
+def hypothesis(decoder):
+    """The decoder's best words so far, on one line."""
+    hyp = pocketsphinx.ps_get_hyp(decoder, None)
+    return " ".join(hyp.decode("utf-8", "replace").split()) if hyp else ""
+
+
 def say(line):
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -172,25 +178,20 @@ def main():
                 failed = "ps_process_raw failed"
         elif kind == b"P":
             # The text so far; the utterance goes on.
-            text = ""
-            if in_utterance and not failed:
-                hyp = pocketsphinx.ps_get_hyp(decoder, None)
-                text = hyp.decode("utf-8", "replace").strip() if hyp else ""
-            say("partial " + " ".join(text.split()))
+            say("partial " + (hypothesis(decoder) if in_utterance and not failed else ""))
         elif kind in (b"E", b"X"):
             text = ""
             if in_utterance:
                 in_utterance = False
                 if pocketsphinx.ps_end_utt(decoder) < 0 and not failed:
                     failed = "ps_end_utt failed"
-                hyp = pocketsphinx.ps_get_hyp(decoder, None)
-                text = hyp.decode("utf-8", "replace").strip() if hyp else ""
+                text = hypothesis(decoder)
             if kind == b"X":
                 say("abandoned")
             elif failed:
                 say("error " + failed)
             else:
-                say("text " + " ".join(text.split()))
+                say("text " + text)
             failed = None
 
 

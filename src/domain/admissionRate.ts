@@ -6,14 +6,21 @@
 export class AdmissionRate {
   private tokens: number;
   private last: number | undefined;
-  private readonly capacity: number;
+  private capacity: number;
 
   constructor(
-    private readonly ratePerSecond: number,
-    tickMs: number,
+    private ratePerSecond: number,
+    private readonly tickMs: number,
   ) {
     this.capacity = Math.max(1, (ratePerSecond * tickMs) / 1000);
     this.tokens = this.capacity;
+  }
+
+  /** From now on, `ratePerSecond` (the tokens already there stay, up to the new tick's worth). */
+  setRate(ratePerSecond: number): void {
+    this.ratePerSecond = ratePerSecond;
+    this.capacity = Math.max(1, (ratePerSecond * this.tickMs) / 1000);
+    this.tokens = Math.min(this.tokens, this.capacity);
   }
 
   /** Whole calls that may be admitted at `nowMs`. */
@@ -26,5 +33,70 @@ export class AdmissionRate {
   /** `n` calls were admitted (at most what `available` said). */
   spend(n: number): void {
     this.tokens = Math.max(0, this.tokens - n);
+  }
+}
+
+/** How late the live calls' timers fired lately: the samples of the last `spanMs`. Pure: the caller passes the clock. */
+export class LatenessWindow {
+  private samples: { atMs: number; lateMs: number }[] = [];
+
+  constructor(private readonly spanMs: number) {}
+
+  record(lateMs: number, nowMs: number): void {
+    this.forgetBefore(nowMs - this.spanMs);
+    this.samples.push({ atMs: nowMs, lateMs });
+  }
+
+  /** The `q` quantile of the lateness seen in the last `spanMs` (undefined: no timer fired). */
+  quantile(q: number, nowMs: number): number | undefined {
+    this.forgetBefore(nowMs - this.spanMs);
+    if (this.samples.length === 0) return undefined;
+    const sorted = this.samples.map((s) => s.lateMs).sort((a, b) => a - b);
+    return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+  }
+
+  private forgetBefore(atMs: number): void {
+    if (this.samples.length === 0 || this.samples[0].atMs > atMs) return;
+    const from = this.samples.findIndex((s) => s.atMs > atMs);
+    this.samples = from < 0 ? [] : this.samples.slice(from);
+  }
+}
+
+export interface LiveAdmissionRateOptions {
+  /** The lateness above which admissions slow down. */
+  limitMs: number;
+  /** How often the rate may change. */
+  stepMs: number;
+}
+
+/**
+ * The admission rate the live calls' pace allows (docs/calls.md, "Admission"): the configured
+ * rate while their timers fire on time; cut by 30 % at each step while they fire later than
+ * `limitMs`, and grown back by a twentieth of the configured rate at each step once they are on
+ * time again (additive increase, multiplicative decrease: the admitted calls' own tasks come
+ * seconds after their admission, so the rate is lowered firmly and raised slowly). Never below
+ * one call a second or a fiftieth of the configured rate, so the line always moves. Pure: the
+ * caller passes the lateness and the clock.
+ */
+export class LiveAdmissionRate {
+  private rate: number;
+  private changedAt: number | undefined;
+  private readonly floor: number;
+
+  constructor(
+    private readonly maxPerSecond: number,
+    private readonly options: LiveAdmissionRateOptions,
+  ) {
+    this.rate = maxPerSecond;
+    this.floor = Math.min(maxPerSecond, Math.max(1, maxPerSecond / 50));
+  }
+
+  /** The rate now, given the live timers' recent lateness (undefined: none fired lately, which counts as on time). */
+  update(lateMs: number | undefined, nowMs: number): number {
+    if (this.changedAt !== undefined && nowMs - this.changedAt < this.options.stepMs) return this.rate;
+    this.changedAt = nowMs;
+    if (lateMs !== undefined && lateMs > this.options.limitMs) this.rate = Math.max(this.floor, this.rate * 0.7);
+    else this.rate = Math.min(this.maxPerSecond, this.rate + this.maxPerSecond / 20);
+    return this.rate;
   }
 }

@@ -2,9 +2,10 @@
  * The worker's gauges of state kept in Postgres (docs/observability.md): slots in use and
  * calls waiting per team, and the progress of the batches still going. Read from the
  * database when scraped, so they are right whichever worker or API changed them; served by
- * the worker only (one reader of the shared state, not one per process).
+ * the worker only (one reader of the shared state, not one per process). Also this worker's
+ * own admission pace: its pacer's rate and its live calls' timer lateness.
  */
-import { Gauge, Registry } from 'prom-client';
+import { Gauge, Histogram, Registry } from 'prom-client';
 import { activeBatchProgress } from '../db/repositories/batches.js';
 import { liveSlotsByTeam, waitingCallsByTeam } from '../db/repositories/concurrencySlots.js';
 import type { Queryable } from '../db/pool.js';
@@ -73,4 +74,17 @@ export const batchContacts = new Gauge({
     const contacts = database ? (await readBatches(database)).contacts : {};
     for (const state of BATCH_STATES) this.set({ state }, contacts[state] ?? 0);
   },
+});
+
+export const admissionRate = new Gauge({
+  name: 'voice_agent_admission_rate_per_second',
+  help: "Due phone calls this worker's admission pacer admits a second now: ADMISSION_RATE_PER_SECOND, lowered while live calls' timers fire late.",
+  registers,
+});
+
+export const liveTimerLateness = new Histogram({
+  name: 'voice_agent_live_timer_lateness_seconds',
+  help: 'How late the timers of calls on the live-call task queue fired (due instant to the workflow seeing it): the pace of calls that talk.',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
 });

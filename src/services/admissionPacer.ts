@@ -2,7 +2,8 @@
  * The admission pacer (docs/calls.md, "Admission"): each worker process hands free slots to
  * the head of the admission line at ADMISSION_RATE_PER_SECOND and wakes the calls it grants
  * (one slotGranted signal each), holding while the live-call queue is behind (and then looking at
- * the line, empty or not, only as often as it asks for that queue's backlog). Calls that fall due wait in the line in Postgres, not as
+ * the line, empty or not, only as often as it asks for that queue's backlog), and admitting
+ * more slowly while the live calls' timers fire late. Calls that fall due wait in the line in Postgres, not as
  * workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
  * head of the line first, and the calls already talking keep their turns.
  *
@@ -10,8 +11,9 @@
  * and the rate is per worker (workers add capacity). A lost wake-up is re-sent by the
  * reconciler; each call's own durable timer, far past its due time, is the last resort.
  */
-import { AdmissionRate } from '../domain/admissionRate.js';
+import { AdmissionRate, LiveAdmissionRate, type LatenessWindow } from '../domain/admissionRate.js';
 import { admissionLineTeams } from '../db/repositories/concurrencySlots.js';
+import { admissionRate } from '../metrics/workerMetrics.js';
 import { admitDueCalls, type CallSlotDeps } from './callSlots.js';
 
 export interface AdmissionPacerOptions {
@@ -24,12 +26,28 @@ export interface AdmissionPacerOptions {
    * admitted are served before more join them, whatever the rate says.
    */
   liveBacklog?: () => Promise<number>;
+  /**
+   * How late the live calls' timers fire (the worker's `liveTimers` sink fills it): while their
+   * p90 is above LIVE_LATENESS_LIMIT_MS the rate is lowered, and raised back once they are on
+   * time (LiveAdmissionRate). Without it, the pacer admits at `ratePerSecond`.
+   */
+  liveTimers?: LatenessWindow;
 }
 
 /** Live-call workflow tasks waiting above which admissions hold (a few calls' worth of tasks). */
 export const LIVE_BACKLOG_LIMIT = 10;
 /** How often the live-call queue's backlog is asked for (one RPC to Temporal). */
 const BACKLOG_LOOK_MS = 500;
+/**
+ * Live timers' lateness (p90 over the last second) above which admissions slow down: well
+ * inside the quarter second a live call's task may wait, since a timer's lateness also holds
+ * the task that set it and the admitted calls' tasks come seconds after their admission.
+ */
+export const LIVE_LATENESS_LIMIT_MS = 100;
+/** How often the rate follows the live timers' lateness. */
+const RATE_STEP_MS = 500;
+/** The span of live timers the lateness is taken over. */
+export const LIVE_LATENESS_SPAN_MS = 1_000;
 
 export interface AdmissionPacer {
   /** Stops the loop after the step in flight, if any. */
@@ -42,6 +60,8 @@ const DEFAULT_TICK_MS = 100;
 export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOptions): AdmissionPacer {
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
   const rate = new AdmissionRate(opts.ratePerSecond, tickMs);
+  const liveRate = new LiveAdmissionRate(opts.ratePerSecond, { limitMs: LIVE_LATENESS_LIMIT_MS, stepMs: RATE_STEP_MS });
+  admissionRate.set(opts.ratePerSecond);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let step: Promise<void> = Promise.resolve();
@@ -55,6 +75,12 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
   const stepOutage = new OutageLog(deps.logger, 'admission pacer step failed; retrying every tick', 'admission pacer steps succeed again');
   const tick = async () => {
     try {
+      if (opts.liveTimers) {
+        const now = Date.now();
+        const perSecond = liveRate.update(opts.liveTimers.quantile(0.9, now), now);
+        rate.setRate(perSecond);
+        admissionRate.set(perSecond);
+      }
       const n = rate.available(Date.now());
       if (n <= 0) return;
       // Holding: nothing is admitted until the backlog is asked again, so the line can wait for that too.

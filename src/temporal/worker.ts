@@ -1,19 +1,24 @@
 import path from 'node:path';
 import { inspect } from 'node:util';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogEntry, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type InjectedSinks, type LogEntry, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT, workflowBundleDir } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
-import { startAdmissionPacer } from '../services/admissionPacer.js';
+import { LatenessWindow } from '../domain/admissionRate.js';
+import { liveTimerLateness } from '../metrics/workerMetrics.js';
+import { LIVE_LATENESS_SPAN_MS, startAdmissionPacer } from '../services/admissionPacer.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
 import { TEST_WORKFLOW_BUNDLES_DIR, workflowBundleForWorker } from './workflowBundleCache.js';
 import { liveCallTaskQueue, webhookTaskQueue } from '../../workflows/contracts.js';
+import type { LiveTimerSinks } from '../../workflows/interceptors/liveTimerLateness.js';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
+/** Bundled into every worker's workflow code: it tells how late live calls' timers fire (the `liveTimers` sink). */
+const LIVE_TIMER_INTERCEPTOR = path.join(PROJECT_ROOT, 'workflows', 'interceptors', 'liveTimerLateness.ts');
 
 /** One bundle per kind (with the tracing interceptor module, tracing on, and without) and cache folder. */
 const bundlePromises = new Map<string, Promise<WorkflowBundle>>();
@@ -67,8 +72,9 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
  * built in memory.
  */
 export function workflowBundle(cacheDir?: string, logger?: Logger): Promise<WorkflowBundle> {
-  const interceptorModules = workflowInterceptorModules();
-  const traced = interceptorModules.length > 0;
+  const tracingModules = workflowInterceptorModules();
+  const traced = tracingModules.length > 0;
+  const interceptorModules = [LIVE_TIMER_INTERCEPTOR, ...tracingModules];
   const dir = cacheDir ?? (process.env.NODE_ENV === 'test' ? TEST_WORKFLOW_BUNDLES_DIR : undefined);
   const memoKey = `${traced} ${dir ?? ''}`;
   let bundle = bundlePromises.get(memoKey);
@@ -101,14 +107,34 @@ export const STICKY_QUEUE_TIMEOUT = '60 seconds';
 // The live-call task queue's name is the workflows' contract (the API starts calls there too).
 export { liveCallTaskQueue };
 
-export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
+/**
+ * The `liveTimers` sink: each live timer's lateness goes to the worker's histogram and, given
+ * `liveTimers`, to the window the admission pacer reads. Not called on replay.
+ */
+function liveTimerSinks(liveTimers?: LatenessWindow): InjectedSinks<LiveTimerSinks> {
+  return {
+    liveTimers: {
+      fired: {
+        fn: (_info, lateMs) => {
+          liveTimerLateness.observe(lateMs / 1000);
+          liveTimers?.record(lateMs, Date.now());
+        },
+        callDuringReplay: false,
+      },
+    },
+  };
+}
+
+export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps; liveTimers?: LatenessWindow }): Promise<Worker> {
+  const traced = tracedWorkerOptions();
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(workflowBundleDir(opts.deps.config), opts.deps.logger),
     activities: createActivities(opts.deps),
-    ...tracedWorkerOptions(),
+    ...traced,
+    sinks: { ...traced.sinks, ...liveTimerSinks(opts.liveTimers) },
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
     workflowThreadPoolSize: opts.deps.config.WORKER_WORKFLOW_THREADS,
     maxConcurrentWorkflowTaskExecutions: opts.deps.config.WORKER_MAX_WORKFLOW_TASKS,
@@ -162,7 +188,9 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
   const connection = await NativeConnection.connect({ address });
   const live = liveCallTaskQueue(deps.config.TEMPORAL_TASK_QUEUE);
   const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps: { ...deps, liveTaskQueue: live } };
-  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live }), await createWebhookWorker(queue)];
+  // The live calls' timer lateness, filled by the live queue's worker, read by the admission pacer.
+  const liveTimers = new LatenessWindow(LIVE_LATENESS_SPAN_MS);
+  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live, liveTimers }), await createWebhookWorker(queue)];
   const stopAll = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
@@ -177,7 +205,7 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
   // Admits due calls from the line at the rate this worker sustains (docs/calls.md, "Admission").
   const pacer = startAdmissionPacer(
     { pool: deps.pool, temporal: deps.temporal, logger: deps.logger },
-    { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live) },
+    { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live), liveTimers },
   );
   const stopped = done.finally(() => pacer.stop());
   return {

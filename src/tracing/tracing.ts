@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+import type { Sinks } from '@temporalio/workflow';
 import type { Config } from '../config/index.js';
 
 export type TracingConfig = Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_HEADERS' | 'OTEL_SERVICE_NAME'>;
@@ -21,7 +22,7 @@ export type TracingConfig = Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_E
 export interface TracedWorkerOptions {
   interceptors?: Pick<WorkerInterceptors, 'activity'>;
   // The sink's type is the interceptors package's; workers only pass it on.
-  sinks?: InjectedSinks<never>;
+  sinks?: InjectedSinks<Sinks>;
 }
 
 interface InstalledTracing {
@@ -112,7 +113,7 @@ export async function installTracing(opts: { config: TracingConfig; serviceName:
           }),
         ],
       },
-      sinks: { exporter: temporalOtel.makeWorkflowExporter(processor, resource) } as InjectedSinks<never>,
+      sinks: { exporter: temporalOtel.makeWorkflowExporter(processor, resource) } as InjectedSinks<Sinks>,
     },
     workflowInterceptorModule: require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
     async shutdown() {

@@ -1,8 +1,9 @@
 // The admission pacer's rate (src/domain/admissionRate.ts) on a clock the test moves: no more
-// calls a second than the rate, spread over the ticks, and no burst after an idle spell.
+// calls a second than the rate, spread over the ticks, and no burst after an idle spell; the
+// rate the live calls' timer lateness allows, and the window that lateness is read over.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AdmissionRate } from '../../src/domain/admissionRate.js';
+import { AdmissionRate, LatenessWindow, LiveAdmissionRate } from '../../src/domain/admissionRate.js';
 
 /** Admits as many as allowed at each tick from `fromMs` for `seconds`; the calls admitted in each second. */
 function run(rate: AdmissionRate, tickMs: number, seconds: number, fromMs = 0): number[] {
@@ -44,4 +45,53 @@ test('what was not spent (the line was shorter) is not carried past one tick', (
   assert.equal(rate.available(0), 5);
   rate.spend(1);
   assert.equal(rate.available(100), 5);
+});
+
+test('a new rate applies from the next tick, and a lower one drops the tokens above its tick', () => {
+  const rate = new AdmissionRate(50, 100);
+  assert.equal(rate.available(0), 5);
+  rate.setRate(10);
+  assert.equal(rate.available(0), 1, 'one tick of 10 a second');
+  rate.spend(1);
+  assert.deepEqual(run(rate, 100, 3, 100), [10, 10, 10]);
+  rate.setRate(50);
+  assert.deepEqual(run(rate, 100, 2, 3100), [50, 50]);
+});
+
+test('live lateness: cut by 30 % a step while timers fire late, never below the floor; grown back by a twentieth a step once on time', () => {
+  const live = new LiveAdmissionRate(50, { limitMs: 100, stepMs: 500 });
+  assert.equal(live.update(undefined, 0), 50, 'on time: the configured rate');
+  const late: number[] = [];
+  for (let t = 500; t <= 8000; t += 500) late.push(live.update(400, t));
+  assert.equal(late[0], 35);
+  assert.ok(Math.abs(late[1] - 24.5) < 1e-9);
+  assert.equal(late.at(-1), 1, 'the floor: one a second (a fiftieth of 50)');
+  assert.equal(live.update(400, 8100), 1, 'at most one change a step');
+  const back: number[] = [];
+  for (let t = 8500; t <= 20_000; t += 500) back.push(live.update(50, t));
+  assert.equal(back[0], 3.5, 'plus 2.5 a second a step');
+  assert.equal(back.at(-1), 50, 'back to the configured rate, not above it');
+  assert.equal(live.update(100, 20_500), 50, 'at the limit is on time');
+});
+
+test('live lateness: the floor is a fiftieth of a high configured rate, and the configured rate when that is below one', () => {
+  const high = new LiveAdmissionRate(500, { limitMs: 100, stepMs: 500 });
+  for (let t = 0; t <= 30_000; t += 500) high.update(1_000, t);
+  assert.equal(high.update(1_000, 30_500), 10);
+  const slow = new LiveAdmissionRate(0.5, { limitMs: 100, stepMs: 500 });
+  assert.equal(slow.update(1_000, 0), 0.5);
+});
+
+test('the lateness window: the quantile of the last span only, nothing once every sample is older', () => {
+  const window = new LatenessWindow(1_000);
+  assert.equal(window.quantile(0.9, 0), undefined);
+  for (let i = 1; i <= 10; i++) window.record(i * 10, 100 + i);
+  assert.equal(window.quantile(0.9, 200), 90);
+  assert.equal(window.quantile(0.5, 200), 50);
+  assert.equal(window.quantile(1, 200), 100);
+  window.record(5, 1_050);
+  assert.equal(window.quantile(0, 1_050), 5);
+  assert.equal(window.quantile(1, 1_105), 100, 'the last sample of the first ten is 1,000 ms old: still in');
+  assert.equal(window.quantile(1, 1_111), 5, 'the first ten are out');
+  assert.equal(window.quantile(1, 2_051), undefined);
 });

@@ -23,6 +23,8 @@ import { insertScript } from '../../src/db/repositories/scripts.js';
 import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { acceptInboundCall } from '../../src/services/inboundCalls.js';
 import { addTeamNumber } from '../../src/services/phoneNumbers.js';
+import { LatenessWindow } from '../../src/domain/admissionRate.js';
+import { liveTimerLateness } from '../../src/metrics/workerMetrics.js';
 import { createWorker, liveCallTaskQueue, workflowBundle } from '../../src/temporal/worker.js';
 import { callEventSignal, callWorkflowId } from '../../workflows/contracts.js';
 import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
@@ -42,6 +44,9 @@ let plain: Client;
 let deps: CallServiceDeps;
 let workers: Worker[] = [];
 let running: Promise<unknown> | undefined;
+// What each worker's liveTimers sink told (an hour's span: nothing is forgotten during the file).
+const liveTimers = new LatenessWindow(3_600_000);
+const serviceQueueTimers = new LatenessWindow(3_600_000);
 
 before(async () => {
   env = await createTimeSkippingEnv();
@@ -49,7 +54,7 @@ before(async () => {
   // As startServiceWorker: one worker per queue, each told the live-call queue.
   const activityDeps = { config, pool, logger: createLogger('silent'), temporal: env.client, liveTaskQueue: LIVE };
   const queue = { connection: env.nativeConnection, namespace: 'default', deps: activityDeps };
-  workers = [await createWorker({ ...queue, taskQueue: config.TEMPORAL_TASK_QUEUE }), await createWorker({ ...queue, taskQueue: LIVE })];
+  workers = [await createWorker({ ...queue, taskQueue: config.TEMPORAL_TASK_QUEUE, liveTimers: serviceQueueTimers }), await createWorker({ ...queue, taskQueue: LIVE, liveTimers })];
   running = Promise.all(workers.map((w) => w.run()));
   // Results through a plain client: time skipping stays locked, the calls run in real time.
   plain = new Client({ connection: env.connection, namespace: env.namespace });
@@ -107,6 +112,28 @@ test('an admitted phone call continues as new on the live-call queue: admission 
   assert.equal(row.status, 'completed');
   assert.ok(row.actual_time && row.end_time && row.analysed_at, 'started, ended and analysed');
   assert.ok(row.conversation.length > 0, 'the script ran');
+});
+
+/** Live timers the worker's histogram has counted. */
+async function liveTimersCounted(): Promise<number> {
+  return (await liveTimerLateness.get()).values.find((v) => v.metricName === 'voice_agent_live_timer_lateness_seconds_count')?.value ?? 0;
+}
+
+test("the live-call queue's worker tells how late each of its calls' timers fired; a timer on the service queue is not a live call's", WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool);
+  const counted = await liveTimersCounted();
+  // Due in a second and a half: its admission run sleeps on a timer of the service queue first.
+  const call = await scheduleSimulatedCall(deps, team, '1234', { scheduledTime: new Date(Date.now() + 1_500) });
+  const result = await callResultOrStuck(pool, plain, call.callId, 60_000);
+  assert.equal(result.status, 'completed');
+  const [admission, live] = await runsOf(call.callId);
+  const fired = (events: Events) => events.filter((e) => e.timerFiredEventAttributes).length;
+  assert.ok(fired(admission.events) >= 1, 'the admission run waited on a timer');
+  assert.ok(fired(live.events) >= 3, 'ring, talk and analysis timers');
+  assert.equal((await liveTimersCounted()) - counted, fired(live.events), "each of the live run's timers, once");
+  assert.equal(serviceQueueTimers.quantile(1, Date.now()), undefined, "the service queue's timers are not told");
+  const latest = liveTimers.quantile(1, Date.now());
+  assert.ok(latest !== undefined && latest >= 0 && latest < 30_000, `lateness told in ms (${latest})`);
 });
 
 test('the runs of a call that moved to the live-call queue replay on the current workflow code', WORKFLOW_TEST, async () => {

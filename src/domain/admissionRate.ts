@@ -72,7 +72,7 @@ export interface LiveAdmissionRateOptions {
 /**
  * The admission rate the live calls' pace allows (docs/calls.md, "Admission"): the configured
  * rate while their timers fire on time; cut by 30 % at each step while they fire later than
- * `limitMs`, and grown back by a twentieth of the configured rate at each step once they are on
+ * `limitMs`, and grown back by a fiftieth of the configured rate at each step once they are on
  * time again (additive increase, multiplicative decrease: the admitted calls' own tasks come
  * seconds after their admission, so the rate is lowered firmly and raised slowly). Never below
  * one call a second or a fiftieth of the configured rate, so the line always moves. Pure: the
@@ -96,7 +96,7 @@ export class LiveAdmissionRate {
     if (this.changedAt !== undefined && nowMs - this.changedAt < this.options.stepMs) return this.rate;
     this.changedAt = nowMs;
     if (lateMs !== undefined && lateMs > this.options.limitMs) this.rate = Math.max(this.floor, this.rate * 0.7);
-    else this.rate = Math.min(this.maxPerSecond, this.rate + this.maxPerSecond / 20);
+    else this.rate = Math.min(this.maxPerSecond, this.rate + this.maxPerSecond / 50);
     return this.rate;
   }
 }

@@ -28,8 +28,9 @@ export interface AdmissionPacerOptions {
   liveBacklog?: () => Promise<number>;
   /**
    * How late the live calls' timers fire (the worker's `liveTimers` sink fills it): while their
-   * p90 is above LIVE_LATENESS_LIMIT_MS the rate is lowered, and raised back once they are on
-   * time (LiveAdmissionRate). Without it, the pacer admits at `ratePerSecond`.
+   * p90 is above LIVE_LATENESS_LIMIT_MS and due calls wait, the rate is lowered, and raised back
+   * once they are on time or the line is empty (LiveAdmissionRate). Without it, the pacer admits
+   * at `ratePerSecond`.
    */
   liveTimers?: LatenessWindow;
 }
@@ -39,11 +40,12 @@ export const LIVE_BACKLOG_LIMIT = 10;
 /** How often the live-call queue's backlog is asked for (one RPC to Temporal). */
 const BACKLOG_LOOK_MS = 500;
 /**
- * Live timers' lateness (p90 over the last second) above which admissions slow down: well
- * inside the quarter second a live call's task may wait, since a timer's lateness also holds
- * the task that set it and the admitted calls' tasks come seconds after their admission.
+ * Live timers' lateness (p90 over the last second) above which admissions slow down while due
+ * calls wait: a quiet worker's live timers fire within a few ms, and what it guards (a live
+ * call's task waiting a quarter second) shows in them late and partly (bench/campaignScale.ts
+ * chose it, docs/benchmarks.md).
  */
-export const LIVE_LATENESS_LIMIT_MS = 100;
+export const LIVE_LATENESS_LIMIT_MS = 25;
 /** How often the rate follows the live timers' lateness. */
 const RATE_STEP_MS = 500;
 /** The span of live timers the lateness is taken over. */
@@ -67,6 +69,8 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
   let step: Promise<void> = Promise.resolve();
 
   let backlog = 0;
+  // Whether the last look at the line found due calls with a free slot.
+  let lineFound = false;
   // When the backlog was last asked for, or, while holding, the line was found empty.
   let lookedAt = 0;
   // One warning per outage, and one line when it ends: at ten ticks a second, a warning per
@@ -77,7 +81,9 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
     try {
       if (opts.liveTimers) {
         const now = Date.now();
-        const perSecond = liveRate.update(opts.liveTimers.quantile(0.9, now), now);
+        // Lateness while the line is empty is not this pacer's doing (a burst of creations, other
+        // work): the rate grows back meanwhile, so a campaign falling due starts at its head at once.
+        const perSecond = liveRate.update(lineFound ? opts.liveTimers.quantile(0.9, now) : undefined, now);
         rate.setRate(perSecond);
         admissionRate.set(perSecond);
       }
@@ -88,6 +94,7 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       if (holding && Date.now() - lookedAt < BACKLOG_LOOK_MS) return;
       // Only a line with due calls (and a free slot to give them) is worth asking Temporal about.
       const teams = await admissionLineTeams(deps.pool, n);
+      lineFound = teams.length > 0;
       // An empty line while holding: the hold stands (the backlog unasked), and the line is
       // looked at again at the backlog's pace, not at every tick.
       if (teams.length === 0 && holding) lookedAt = Date.now();

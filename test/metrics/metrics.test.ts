@@ -47,6 +47,8 @@ const CALL_FAMILIES = [
   'voice_agent_hook_runs_total',
 ];
 const WORKER_STATE_FAMILIES = ['voice_agent_call_slots_in_use', 'voice_agent_calls_waiting_for_slot', 'voice_agent_batches_active', 'voice_agent_batch_contacts'];
+// The worker's own admission pace: its pacer's rate and its live calls' timer lateness.
+const WORKER_PACE_FAMILIES = ['voice_agent_admission_rate_per_second', 'voice_agent_live_timer_lateness_seconds'];
 const EDGE_FAMILIES = [
   'voice_agent_media_edge_active_calls',
   'voice_agent_media_edge_sockets',
@@ -188,7 +190,7 @@ test('the API /metrics counts requests by route template, rate-limit rejections 
 
 test('the worker /metrics counts calls ended, their start lateness and analysis, event webhook attempts, and shows slots in use and calls waiting per team', async () => {
   const before = await scrape(listeners.worker.url);
-  assertFamilies(before, [...WORKER_STATE_FAMILIES, ...CALL_FAMILIES], 'the worker');
+  assertFamilies(before, [...WORKER_STATE_FAMILIES, ...WORKER_PACE_FAMILIES, ...CALL_FAMILIES], 'the worker');
   assertFamilies(before, ['voice_agent_batch_contacts'], 'the worker');
   assert.deepEqual(
     before.samples.filter((s) => s.name === 'voice_agent_batch_contacts').map((s) => s.labels.state).sort(),
@@ -280,7 +282,7 @@ test('every metric the Grafana dashboard queries is one the service exports', as
   const unknown = [...queried].filter((name) => !exported.has(name));
   assert.deepEqual(unknown, [], `the dashboard queries metrics nobody exports: ${unknown.join(', ')}`);
   // And it shows every family of the issue.
-  const unshown = [...API_FAMILIES, ...CALL_FAMILIES, ...WORKER_STATE_FAMILIES, ...EDGE_FAMILIES].filter(
+  const unshown = [...API_FAMILIES, ...CALL_FAMILIES, ...WORKER_STATE_FAMILIES, ...WORKER_PACE_FAMILIES, ...EDGE_FAMILIES].filter(
     (family) => ![...queried].some((name) => name === family || name.startsWith(`${family}_`)),
   );
   assert.deepEqual(unshown, [], `the dashboard does not show ${unshown.join(', ')}`);

@@ -14,17 +14,15 @@ import proto from '@temporalio/proto';
 import { Worker as ReplayWorker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { admissionLineTeams, admitFromLine, countLiveSlots } from '../../src/db/repositories/concurrencySlots.js';
-import { LIVE_BACKLOG_LIMIT, LIVE_LATENESS_SPAN_MS, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
-import { LatenessWindow } from '../../src/domain/admissionRate.js';
-import { admissionRate } from '../../src/metrics/workerMetrics.js';
+import { LIVE_BACKLOG_LIMIT, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
 import { cancelCall, type CallServiceDeps } from '../../src/services/calls.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { workflowBundle } from '../../src/temporal/worker.js';
 import { callWorkflowId } from '../../workflows/contracts.js';
 import { createTestTeam, type TestTeam } from '../support/app.js';
 import { callRow, callTestConfig } from '../support/calls.js';
+import { dueTogether as dueTogetherOf, lineOfThisFile as lineOfThisFileOf } from '../support/admissionLine.js';
 import { callWorkflowEnv, scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
-import { eventually } from '../support/eventually.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
 
@@ -46,13 +44,6 @@ async function record(callId: string, name: string): Promise<void> {
   mkdirSync(HISTORIES_DIR, { recursive: true });
   const history = await plain.workflow.getHandle(callWorkflowId(callId)).fetchHistory();
   writeFileSync(path.join(HISTORIES_DIR, `call-${name}.bin`), History.encode(history).finish());
-}
-
-/** `n` calls of the team due together at `at`, written at once; their ids in line order (creation). */
-async function dueTogether(team: TestTeam, n: number, at: Date): Promise<string[]> {
-  const written = await Promise.all(Array.from({ length: n }, () => scheduleSimulatedCall(deps, team, '2468', { scheduledTime: at })));
-  const { rows } = await pool.query<{ id: string }>('SELECT id FROM calls WHERE id = ANY($1::uuid[]) ORDER BY seq', [written.map((c) => c.callId)]);
-  return rows.map((r) => r.id);
 }
 
 async function withPacer<T>(ratePerSecond: number, body: () => Promise<T>): Promise<T> {
@@ -87,26 +78,8 @@ function countingLineLooks(real: Pool, counted: () => void): Pool {
   });
 }
 
-let drained: Promise<void> | undefined;
-/**
- * The lane's database holds earlier files' calls (rows without workflows): they are handed
- * their slots first, once, so the line holds only this file's calls.
- */
-function lineOfThisFile(): Promise<void> {
-  drained ??= (async () => {
-    // And the first start of a workflow in this process (seconds on a busy machine) is made now,
-    // not between the calls a test means to fall due together.
-    const warm = await createTestTeam(pool);
-    const first = await scheduleSimulatedCall(deps, warm, '2468', { scheduledTime: new Date(Date.now() + 3600_000) });
-    await cancelCall(deps, warm.teamId, first.callId);
-    for (;;) {
-      const teams = await admissionLineTeams(pool, 1000);
-      if (teams.length === 0) return;
-      for (const teamId of teams) await admitFromLine(pool, teamId, 100_000);
-    }
-  })();
-  return drained;
-}
+const lineOfThisFile = lineOfThisFileOf(() => deps);
+const dueTogether = (team: TestTeam, n: number, at: Date) => dueTogetherOf(deps, team, n, at);
 
 describe('admission line', () => {
   test('calls due at once sleep in the line and are admitted in line order, no faster than the rate, each woken by one grant', async () => {
@@ -218,34 +191,6 @@ describe('admission line', () => {
       const outcomes = await Promise.all(ids.map(result));
       assert.deepEqual(outcomes.map((o) => o.status), Array(3).fill('completed'));
     } finally {
-      await pacer.stop();
-    }
-  });
-
-  test("the pacer slows to its floor while live calls' timers fire late, admitting a call a second, and returns to its rate once they are on time", async () => {
-    await lineOfThisFile();
-    const rateNow = async () => (await admissionRate.get()).values[0]?.value;
-    const liveTimers = new LatenessWindow(LIVE_LATENESS_SPAN_MS);
-    // Live timers firing half a second late, ten a second, until the test says they are on time.
-    let lateMs = 500;
-    const firing = setInterval(() => liveTimers.record(lateMs, Date.now()), 100);
-    const pacer = startAdmissionPacer({ pool, temporal: env.client }, { ratePerSecond: 20, liveTimers });
-    try {
-      await eventually(async () => (await rateNow()) === 1, 'the rate at its floor (one a second, a fiftieth of 20 being less)');
-      const team = await createTestTeam(pool, { maxConcurrent: 10 });
-      const ids = await dueTogether(team, 6, new Date(Date.now() + 1500));
-      const grants = async () => (await Promise.all(ids.map(async (id) => (await callRow(pool, id)).slot_granted_at?.getTime()))).filter((t) => t !== undefined);
-      await eventually(async () => (await grants()).length >= 2, 'two grants');
-      // At 20 a second all six would be granted within a third of a second; at one a second the
-      // next grant (the pacer's, or a release's when the first call ends a second later) comes
-      // most of a second after the first, whatever the load.
-      const at = (await grants()).sort((a, b) => a - b);
-      assert.equal(at.filter((t) => t - at[0] < 800).length, 1, `grants at ${at.map((t) => t - at[0]).join(', ')} ms`);
-      lateMs = 20;
-      await eventually(async () => (await rateNow()) === 20, 'the configured rate again once the timers are on time', { timeoutMs: 60_000 });
-      assert.deepEqual((await Promise.all(ids.map(result))).map((o) => o.status), Array(6).fill('completed'));
-    } finally {
-      clearInterval(firing);
       await pacer.stop();
     }
   });

@@ -1,5 +1,5 @@
 /**
- * How late the timers of calls that talk fire (docs/calls.md, "Admission"): for each timer of a
+ * How late the timers of calls that talk fire (docs/calls.md, "Task queues"): for each timer of a
  * workflow on a live-call task queue, the time from its due instant to the moment the workflow
  * code sees it fired, told to the worker through the `liveTimers` sink. A call's ring, talk and
  * analysis timers wait in the same queues and on the same cores as its turns, so their lateness
@@ -25,7 +25,8 @@ const { liveTimers } = proxySinks<LiveTimerSinks>();
 const LIVE_SUFFIX = liveCallTaskQueue('');
 
 export const interceptors = (): WorkflowInterceptors => {
-  // Each timer's due instant (workflow time), by its sequence number, until it fires.
+  // Each timer's due instant (workflow time), by its sequence number, until it fires (a cancelled
+  // one stays until the workflow ends: a few numbers per call).
   const dueAt = new Map<number, number>();
   const live = () => workflowInfo().taskQueue.endsWith(LIVE_SUFFIX);
   return {

@@ -43,7 +43,9 @@ export class LatenessWindow {
   constructor(private readonly spanMs: number) {}
 
   record(lateMs: number, nowMs: number): void {
-    this.forgetBefore(nowMs - this.spanMs);
+    // Pruned here only once the oldest is two spans old: a burst records thousands a second,
+    // and copying the rest at each one would cost the worker's loop a copy per timer.
+    if (this.samples.length > 0 && this.samples[0].atMs <= nowMs - 2 * this.spanMs) this.forgetBefore(nowMs - this.spanMs);
     this.samples.push({ atMs: nowMs, lateMs });
   }
 
@@ -91,10 +93,14 @@ export class LiveAdmissionRate {
     this.floor = Math.min(maxPerSecond, Math.max(1, maxPerSecond / 50));
   }
 
-  /** The rate now, given the live timers' recent lateness (undefined: none fired lately, which counts as on time). */
-  update(lateMs: number | undefined, nowMs: number): number {
+  /**
+   * The rate now, given the live timers' recent lateness (undefined: none fired lately, which
+   * counts as on time), read only when a step is due.
+   */
+  update(nowMs: number, lateness: () => number | undefined): number {
     if (this.changedAt !== undefined && nowMs - this.changedAt < this.options.stepMs) return this.rate;
     this.changedAt = nowMs;
+    const lateMs = lateness();
     if (lateMs !== undefined && lateMs > this.options.limitMs) this.rate = Math.max(this.floor, this.rate * 0.7);
     else this.rate = Math.min(this.maxPerSecond, this.rate + this.maxPerSecond / 50);
     return this.rate;

@@ -83,7 +83,8 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
         const now = Date.now();
         // Lateness while the line is empty is not this pacer's doing (a burst of creations, other
         // work): the rate grows back meanwhile, so a campaign falling due starts at its head at once.
-        const perSecond = liveRate.update(lineFound ? opts.liveTimers.quantile(0.9, now) : undefined, now);
+        const liveTimers = opts.liveTimers;
+        const perSecond = liveRate.update(now, () => (lineFound ? liveTimers.quantile(0.9, now) : undefined));
         rate.setRate(perSecond);
         admissionRate.set(perSecond);
       }

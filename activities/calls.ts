@@ -77,7 +77,6 @@ export function createCallActivities(deps: ActivityDeps) {
   const provider = deps.voiceProvider ?? createVoiceProvider(deps.config);
   const analyser = deps.callAnalyser ?? createCallAnalyser(deps.config);
   const recordings = deps.recordings ?? createRecordingStore(deps.config);
-  const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
   /** Dial attempts running in this process, by call and claim (placeCallNow). */
   const dialsInFlight = new Map<string, Promise<PlaceCallResult | { waiting: true }>>();
 
@@ -200,13 +199,13 @@ export function createCallActivities(deps: ActivityDeps) {
      * (cancelled meanwhile; a slot it held goes to the next call in line). Safe to repeat.
      */
     async requestCallSlot(input: { callId: string; teamId: string }): Promise<{ outcome: 'granted' | 'waiting' | 'not_scheduled'; status: string }> {
-      const { outcome, status } = await requestCallSlot(slotDeps, input.teamId, input.callId);
+      const { outcome, status } = await requestCallSlot(deps, input.teamId, input.callId);
       return { outcome, status };
     },
 
     /** Gives back the slot of a call cancelled after its grant: it goes to the next call in line. */
     async releaseCallSlot(input: { callId: string }): Promise<void> {
-      await releaseSlotAndGrant(slotDeps, input.callId);
+      await releaseSlotAndGrant(deps, input.callId);
     },
 
     /** scheduled → in-progress with actual_time and `progress`; returns the status the call has afterwards. */
@@ -286,7 +285,7 @@ export function createCallActivities(deps: ActivityDeps) {
         return { result: ended, events: ended.changed ? [callEvent('call.ended', ended.call)] : [] };
       });
       if (changed) countCallEnded(call);
-      await releaseSlotAndGrant(slotDeps, input.callId);
+      await releaseSlotAndGrant(deps, input.callId);
       return { status: call.status, endReason: call.end_reason };
     },
 

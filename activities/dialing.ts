@@ -125,7 +125,6 @@ function activityContext(): Context | undefined {
 
 export function createDialingActivities(deps: ActivityDeps) {
   const pacer = deps.dialPacer ?? defaultDialPacer(deps);
-  const slotDeps = { pool: deps.pool, temporal: deps.temporal, logger: deps.logger };
 
   async function requireCall(callId: string) {
     const call = await findCallById(deps.pool, callId);
@@ -140,7 +139,7 @@ export function createDialingActivities(deps: ActivityDeps) {
      */
     async deferCallToWindow(input: { callId: string; dialAfter: string }): Promise<{ status: string }> {
       await deferScheduledCall(deps.pool, input.callId, new Date(input.dialAfter), 'waiting_for_window');
-      await releaseSlotAndGrant(slotDeps, input.callId);
+      await releaseSlotAndGrant(deps, input.callId);
       return { status: (await requireCall(input.callId)).status };
     },
 

@@ -50,6 +50,11 @@ export interface ActivityDeps {
    * admitted phone call continues there. Unset (a worker of its queue alone): it stays.
    */
   liveTaskQueue?: string;
+  /**
+   * Whether a slot this worker's calls free stays free for the admission pacer (true while the
+   * live calls run late; src/services/callSlots.ts). Unset: each is handed on at once.
+   */
+  holdFreedSlots?: () => boolean;
 }
 
 /** The ApplicationFailure type of each kind of use-case error. */

@@ -106,3 +106,35 @@ export class LiveAdmissionRate {
     return this.rate;
   }
 }
+
+/**
+ * Whether the live calls run late, as the admission pacer and the slot releases read it: the
+ * p90 of their timers' lateness over the window, above `limitMs`. The p90 is taken at most
+ * once per `lookMs`: taking it sorts the window, and every call that ends asks. Pure: the
+ * caller passes the clock.
+ */
+export class LiveCallPace {
+  private lookedAt: number | undefined;
+  private p90: number | undefined;
+
+  constructor(
+    readonly timers: LatenessWindow,
+    private readonly limitMs: number,
+    private readonly lookMs: number,
+  ) {}
+
+  /** The p90 of the live timers' lateness (undefined: none fired lately), at most `lookMs` old. */
+  lateness(nowMs: number): number | undefined {
+    if (this.lookedAt === undefined || nowMs - this.lookedAt >= this.lookMs) {
+      this.lookedAt = nowMs;
+      this.p90 = this.timers.quantile(0.9, nowMs);
+    }
+    return this.p90;
+  }
+
+  /** The live timers fire later than `limitMs` (none fired lately: on time). */
+  late(nowMs: number): boolean {
+    const lateMs = this.lateness(nowMs);
+    return lateMs !== undefined && lateMs > this.limitMs;
+  }
+}

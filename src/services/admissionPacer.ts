@@ -11,7 +11,7 @@
  * and the rate is per worker (workers add capacity). A lost wake-up is re-sent by the
  * reconciler; each call's own durable timer, far past its due time, is the last resort.
  */
-import { AdmissionRate, LiveAdmissionRate, type LatenessWindow } from '../domain/admissionRate.js';
+import { AdmissionRate, LatenessWindow, LiveAdmissionRate, LiveCallPace } from '../domain/admissionRate.js';
 import { admissionLineTeams } from '../db/repositories/concurrencySlots.js';
 import { admissionRate } from '../metrics/workerMetrics.js';
 import { admitDueCalls, type CallSlotDeps } from './callSlots.js';
@@ -27,12 +27,12 @@ export interface AdmissionPacerOptions {
    */
   liveBacklog?: () => Promise<number>;
   /**
-   * How late the live calls' timers fire (the worker's `liveTimers` sink fills it): while their
-   * p90 is above LIVE_LATENESS_LIMIT_MS and due calls wait, the rate is lowered, and raised back
-   * once they are on time or the line is empty (LiveAdmissionRate). Without it, the pacer admits
-   * at `ratePerSecond`.
+   * How late the live calls' timers fire (liveCallPace; the worker's `liveTimers` sink fills
+   * it): while their p90 is above LIVE_LATENESS_LIMIT_MS and due calls wait, the rate is
+   * lowered, and raised back once they are on time or the line is empty (LiveAdmissionRate).
+   * Without it, the pacer admits at `ratePerSecond`.
    */
-  liveTimers?: LatenessWindow;
+  livePace?: LiveCallPace;
 }
 
 /** Live-call workflow tasks waiting above which admissions hold (a few calls' worth of tasks). */
@@ -50,6 +50,17 @@ export const LIVE_LATENESS_LIMIT_MS = 25;
 const RATE_STEP_MS = 500;
 /** The span of live timers the lateness is taken over. */
 export const LIVE_LATENESS_SPAN_MS = 1_000;
+/** How old the lateness a release reads may be (each call's end asks whether to hand its slot on). */
+const LIVE_PACE_LOOK_MS = 100;
+
+/**
+ * This worker's live calls' pace: its live-call worker's `liveTimers` sink fills `timers`; the
+ * admission pacer follows it, and, while it is late, the slots the worker's calls free are left
+ * to the pacer instead of going straight to the next call in line (CallSlotDeps.holdFreedSlots).
+ */
+export function liveCallPace(): LiveCallPace {
+  return new LiveCallPace(new LatenessWindow(LIVE_LATENESS_SPAN_MS), LIVE_LATENESS_LIMIT_MS, LIVE_PACE_LOOK_MS);
+}
 
 export interface AdmissionPacer {
   /** Stops the loop after the step in flight, if any. */
@@ -79,12 +90,12 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
   const stepOutage = new OutageLog(deps.logger, 'admission pacer step failed; retrying every tick', 'admission pacer steps succeed again');
   const tick = async () => {
     try {
-      if (opts.liveTimers) {
+      if (opts.livePace) {
         const now = Date.now();
         // Lateness while the line is empty is not this pacer's doing (a burst of creations, other
         // work): the rate grows back meanwhile, so a campaign falling due starts at its head at once.
-        const liveTimers = opts.liveTimers;
-        const perSecond = liveRate.update(now, () => (lineFound ? liveTimers.quantile(0.9, now) : undefined));
+        const livePace = opts.livePace;
+        const perSecond = liveRate.update(now, () => (lineFound ? livePace.lateness(now) : undefined));
         rate.setRate(perSecond);
         admissionRate.set(perSecond);
       }

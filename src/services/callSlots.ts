@@ -16,7 +16,8 @@ import {
   admitFromLine,
   grantFreeSlots as grantFreeSlotRows,
   grantsNotTaken,
-  releaseSlotAndGrant as releaseSlotRow,
+  releaseSlot as releaseSlotRow,
+  releaseSlotAndGrant as releaseSlotAndGrantRow,
   requestCallSlot as requestCallSlotRow,
   teamsWithWaitingCalls,
   type CallSlotRequest,
@@ -28,6 +29,13 @@ export interface CallSlotDeps {
   pool: Pool;
   temporal: Client;
   logger?: Logger;
+  /**
+   * Whether a slot freed now stays free for the admission pacer instead of going straight to
+   * the next call in line: true while this worker's live calls run late (liveCallPace), so a
+   * campaign's calls ending do not start its next ones faster than the live calls allow.
+   * Unset: every freed slot is handed on at once.
+   */
+  holdFreedSlots?: () => boolean;
 }
 
 /** Tells each call's workflow that its slot is granted. Best effort: the reconciler re-sends what is lost. */
@@ -54,10 +62,15 @@ export async function requestCallSlot(deps: CallSlotDeps, teamId: string, callId
 
 /**
  * Frees a slot (a call's or a web session's) and hands it straight to the next call in line,
- * waking that call. A no-op for a holder without a slot.
+ * waking that call, unless `deps.holdFreedSlots` says to leave it to the admission pacer. A
+ * no-op for a holder without a slot.
  */
 export async function releaseSlotAndGrant(deps: CallSlotDeps, holderId: string): Promise<void> {
-  const { woken } = await releaseSlotRow(deps.pool, holderId);
+  if (deps.holdFreedSlots?.()) {
+    await releaseSlotRow(deps.pool, holderId);
+    return;
+  }
+  const { woken } = await releaseSlotAndGrantRow(deps.pool, holderId);
   await wake(deps, woken);
 }
 

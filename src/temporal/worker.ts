@@ -6,9 +6,9 @@ import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT, workflowBundleDir } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
-import { LatenessWindow } from '../domain/admissionRate.js';
+import type { LatenessWindow } from '../domain/admissionRate.js';
 import { liveTimerLateness } from '../metrics/workerMetrics.js';
-import { LIVE_LATENESS_SPAN_MS, startAdmissionPacer } from '../services/admissionPacer.js';
+import { liveCallPace, startAdmissionPacer } from '../services/admissionPacer.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
@@ -187,10 +187,12 @@ export interface RunningWorker {
 export async function startServiceWorker(address: string, deps: ActivityDeps): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address });
   const live = liveCallTaskQueue(deps.config.TEMPORAL_TASK_QUEUE);
-  const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps: { ...deps, liveTaskQueue: live } };
-  // The live calls' timer lateness, filled by the live queue's worker, read by the admission pacer.
-  const liveTimers = new LatenessWindow(LIVE_LATENESS_SPAN_MS);
-  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live, liveTimers }), await createWebhookWorker(queue)];
+  // The live calls' pace: the live queue's worker fills it; the admission pacer follows it, and
+  // while it is late the slots this worker's calls free are left to the pacer.
+  const livePace = liveCallPace();
+  const activityDeps: ActivityDeps = { ...deps, liveTaskQueue: live, holdFreedSlots: () => livePace.late(Date.now()) };
+  const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps: activityDeps };
+  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live, liveTimers: livePace.timers }), await createWebhookWorker(queue)];
   const stopAll = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
@@ -205,7 +207,7 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
   // Admits due calls from the line at the rate this worker sustains (docs/calls.md, "Admission").
   const pacer = startAdmissionPacer(
     { pool: deps.pool, temporal: deps.temporal, logger: deps.logger },
-    { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live), liveTimers },
+    { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live), livePace },
   );
   const stopped = done.finally(() => pacer.stop());
   return {

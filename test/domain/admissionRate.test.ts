@@ -1,9 +1,10 @@
 // The admission pacer's rate (src/domain/admissionRate.ts) on a clock the test moves: no more
 // calls a second than the rate, spread over the ticks, and no burst after an idle spell; the
-// rate the live calls' timer lateness allows, and the window that lateness is read over.
+// rate the live calls' timer lateness allows, the window that lateness is read over, and whether
+// the live calls run late.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AdmissionRate, LatenessWindow, LiveAdmissionRate } from '../../src/domain/admissionRate.js';
+import { AdmissionRate, LatenessWindow, LiveAdmissionRate, LiveCallPace } from '../../src/domain/admissionRate.js';
 
 /** Admits as many as allowed at each tick from `fromMs` for `seconds`; the calls admitted in each second. */
 function run(rate: AdmissionRate, tickMs: number, seconds: number, fromMs = 0): number[] {
@@ -94,4 +95,20 @@ test('the lateness window: the quantile of the last span only, nothing once ever
   assert.equal(window.quantile(1, 1_105), 100, 'the last sample of the first ten is 1,000 ms old: still in');
   assert.equal(window.quantile(1, 1_111), 5, 'the first ten are out');
   assert.equal(window.quantile(1, 2_051), undefined);
+});
+
+test("the live calls' pace: late while the p90 of the window is above the limit, on time at it or with no timer; read again only once a look is old", () => {
+  const pace = new LiveCallPace(new LatenessWindow(1_000), 25, 100);
+  assert.equal(pace.late(0), false, 'no timer fired: on time');
+  for (let i = 1; i <= 10; i++) pace.timers.record(i <= 8 ? 5 : 400, 100);
+  assert.equal(pace.lateness(100), 400, 'the p90 of ten samples is the ninth');
+  assert.equal(pace.late(150), true);
+  for (let i = 0; i < 90; i++) pace.timers.record(5, 160);
+  assert.equal(pace.late(199), true, 'within the look: the p90 taken at 100');
+  assert.equal(pace.lateness(200), 5, 'a new look: 100 samples, the late two below the p90');
+  assert.equal(pace.late(200), false);
+  const atLimit = new LiveCallPace(new LatenessWindow(1_000), 25, 100);
+  atLimit.timers.record(25, 0);
+  assert.equal(atLimit.late(0), false, 'at the limit is on time');
+  assert.equal(atLimit.late(2_000), false, 'the window emptied: on time');
 });

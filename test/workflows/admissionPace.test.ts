@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Pool } from '../../src/db/pool.js';
-import { LatenessWindow } from '../../src/domain/admissionRate.js';
 import { admissionRate } from '../../src/metrics/workerMetrics.js';
-import { LIVE_LATENESS_SPAN_MS, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
+import { liveCallPace, startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
 import type { CallServiceDeps } from '../../src/services/calls.js';
 import { createTestTeam } from '../support/app.js';
 import { dueTogether, lineOfThisFile } from '../support/admissionLine.js';
@@ -25,14 +24,14 @@ const RATE = 20;
 
 const rateNow = async () => (await admissionRate.get()).values[0]?.value;
 
-/** A pacer at RATE a second reading `liveTimers`, fed live timers `lateMs()` late ten times a second. */
-async function withLatePacer<T>(lateMs: () => number, body: (liveTimers: LatenessWindow) => Promise<T>): Promise<T> {
+/** A pacer at RATE a second following the live calls' pace, fed live timers `lateMs()` late ten times a second. */
+async function withLatePacer<T>(lateMs: () => number, body: () => Promise<T>): Promise<T> {
   await lineToItself();
-  const liveTimers = new LatenessWindow(LIVE_LATENESS_SPAN_MS);
-  const firing = setInterval(() => liveTimers.record(lateMs(), Date.now()), 100);
-  const pacer: AdmissionPacer = startAdmissionPacer({ pool, temporal: deps.temporal }, { ratePerSecond: RATE, liveTimers });
+  const livePace = liveCallPace();
+  const firing = setInterval(() => livePace.timers.record(lateMs(), Date.now()), 100);
+  const pacer: AdmissionPacer = startAdmissionPacer({ pool, temporal: deps.temporal }, { ratePerSecond: RATE, livePace });
   try {
-    return await body(liveTimers);
+    return await body();
   } finally {
     clearInterval(firing);
     await pacer.stop();

@@ -2,7 +2,8 @@
 // service's workers, as startServiceWorker runs them, poll the service's queue and its
 // live-call queue; an admitted phone call continues as new on the live-call queue, and web and
 // inbound calls start there, so the admissions of a campaign falling due never queue ahead of
-// calls that talk. The time-skipping server, the real activities over the test database, the
+// calls that talk; while the live calls run late, a call that ends leaves its slot to the
+// admission pacer. The time-skipping server, the real activities over the test database, the
 // simulator.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -18,9 +19,12 @@ import { Worker } from '@temporalio/worker';
 import type { Pool } from '../../src/db/pool.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { getOrCreateSharedWebContact } from '../../src/db/repositories/contacts.js';
 import { insertScript } from '../../src/db/repositories/scripts.js';
 import { scheduleCall, type CallServiceDeps } from '../../src/services/calls.js';
+import { admitDueCalls } from '../../src/services/callSlots.js';
+import { countedSlots } from '../../src/db/repositories/concurrencySlots.js';
 import { acceptInboundCall } from '../../src/services/inboundCalls.js';
 import { addTeamNumber } from '../../src/services/phoneNumbers.js';
 import { LatenessWindow } from '../../src/domain/admissionRate.js';
@@ -31,6 +35,7 @@ import { LIVE_CALL_QUEUE_PATCH } from '../../workflows/callWorkflow.js';
 import { createTestTeam, testPool } from '../support/app.js';
 import { calleeNumber, callResultOrStuck, callRow, callTestConfig, historySteps, memoUpserts } from '../support/calls.js';
 import { scheduleSimulatedCall } from '../support/callWorkflowEnv.js';
+import { eventually } from '../support/eventually.js';
 import { createTimeSkippingEnv, WORKFLOW_TEST } from '../support/temporal.js';
 
 const { History } = proto.temporal.api.history.v1;
@@ -47,12 +52,14 @@ let running: Promise<unknown> | undefined;
 // What each worker's liveTimers sink told (an hour's span: nothing is forgotten during the file).
 const liveTimers = new LatenessWindow(3_600_000);
 const serviceQueueTimers = new LatenessWindow(3_600_000);
+// What the workers' holdFreedSlots answers (startServiceWorker: whether the live calls run late).
+let liveCallsLate = false;
 
 before(async () => {
   env = await createTimeSkippingEnv();
   pool = await testPool();
   // As startServiceWorker: one worker per queue, each told the live-call queue.
-  const activityDeps = { config, pool, logger: createLogger('silent'), temporal: env.client, liveTaskQueue: LIVE };
+  const activityDeps = { config, pool, logger: createLogger('silent'), temporal: env.client, liveTaskQueue: LIVE, holdFreedSlots: () => liveCallsLate };
   const queue = { connection: env.nativeConnection, namespace: 'default', deps: activityDeps };
   workers = [await createWorker({ ...queue, taskQueue: config.TEMPORAL_TASK_QUEUE, liveTimers: serviceQueueTimers }), await createWorker({ ...queue, taskQueue: LIVE, liveTimers })];
   running = Promise.all(workers.map((w) => w.run()));
@@ -134,6 +141,30 @@ test("the live-call queue's worker tells how late each of its calls' timers fire
   assert.equal(serviceQueueTimers.quantile(1, Date.now()), undefined, "the service queue's timers are not told");
   const latest = liveTimers.quantile(1, Date.now());
   assert.ok(latest !== undefined && latest >= 0 && latest < 30_000, `lateness told in ms (${latest})`);
+});
+
+test("while the live calls run late, a call that ends leaves its slot free for the admission pacer: the next call in line is not started by the release", WORKFLOW_TEST, async () => {
+  const team = await createTestTeam(pool, { maxConcurrent: 1 });
+  liveCallsLate = true;
+  let next: { callId: string };
+  try {
+    const first = await scheduleSimulatedCall(deps, team, '1234');
+    await eventually(async () => (await callRow(pool, first.callId)).status === 'in-progress', 'the first call started');
+    next = await scheduleSimulatedCall(deps, team, '1234');
+    const nextId = next.callId;
+    await eventually(async () => (await callRow(pool, nextId)).progress === 'waiting_for_slot', 'the next call waiting in line');
+    assert.equal((await callRow(pool, first.callId)).status, 'in-progress', 'the next call asked while the first one talked (3 s)');
+    assert.equal((await callResultOrStuck(pool, plain, first.callId, 60_000)).status, 'completed');
+    await eventually(async () => (await countedSlots(pool, team.teamId)) === 0, "the first call's slot freed");
+    await delay(500);
+    const waiting = await callRow(pool, nextId);
+    assert.deepEqual([waiting.status, waiting.progress, waiting.slot_granted_at], ['scheduled', 'waiting_for_slot', null], 'the freed slot stays free');
+  } finally {
+    liveCallsLate = false;
+  }
+  // The pacer's step hands it on.
+  assert.equal((await admitDueCalls(deps, 1, [team.teamId])).length, 1);
+  assert.equal((await callResultOrStuck(pool, plain, next.callId, 60_000)).status, 'completed');
 });
 
 test('the runs of a call that moved to the live-call queue replay on the current workflow code', WORKFLOW_TEST, async () => {

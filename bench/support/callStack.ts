@@ -63,7 +63,7 @@ export async function startBenchCallStack(name: string, settings: Record<string,
   const livePace = liveCallPace();
   const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live, holdFreedSlots: () => livePace.late(Date.now()) };
   const queue = { connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, deps };
-  const workers: Worker[] = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live, liveTimers: livePace.timers })];
+  const workers: Worker[] = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live })];
   const workerRuns = Promise.all(workers.map((w) => w.run()));
   const pacer = startAdmissionPacer(deps, {
     ratePerSecond: config.ADMISSION_RATE_PER_SECOND,

@@ -36,34 +36,6 @@ export class AdmissionRate {
   }
 }
 
-/** How late the live calls' timers fired lately: the samples of the last `spanMs`. Pure: the caller passes the clock. */
-export class LatenessWindow {
-  private samples: { atMs: number; lateMs: number }[] = [];
-
-  constructor(private readonly spanMs: number) {}
-
-  record(lateMs: number, nowMs: number): void {
-    // Pruned here only once the oldest is two spans old: a burst records thousands a second,
-    // and copying the rest at each one would cost the worker's loop a copy per timer.
-    if (this.samples.length > 0 && this.samples[0].atMs <= nowMs - 2 * this.spanMs) this.forgetBefore(nowMs - this.spanMs);
-    this.samples.push({ atMs: nowMs, lateMs });
-  }
-
-  /** The `q` quantile of the lateness seen in the last `spanMs` (undefined: no timer fired). */
-  quantile(q: number, nowMs: number): number | undefined {
-    this.forgetBefore(nowMs - this.spanMs);
-    if (this.samples.length === 0) return undefined;
-    const sorted = this.samples.map((s) => s.lateMs).sort((a, b) => a - b);
-    return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
-  }
-
-  private forgetBefore(atMs: number): void {
-    if (this.samples.length === 0 || this.samples[0].atMs > atMs) return;
-    const from = this.samples.findIndex((s) => s.atMs > atMs);
-    this.samples = from < 0 ? [] : this.samples.slice(from);
-  }
-}
-
 export interface LiveAdmissionRateOptions {
   /** The lateness above which admissions slow down. */
   limitMs: number;
@@ -108,33 +80,53 @@ export class LiveAdmissionRate {
 }
 
 /**
+ * A cumulative histogram as Prometheus exposes it: each bucket's upper bound (ms; Infinity for
+ * +Inf) and the count of observations at or under it.
+ */
+export type CumulativeBuckets = Map<number, number>;
+
+/**
+ * The `q` quantile of what a cumulative histogram observed between two readings (`before`
+ * undefined: since it began), as the upper bound of the bucket it falls in; undefined when
+ * nothing was observed between them.
+ */
+export function quantileBetween(before: CumulativeBuckets | undefined, after: CumulativeBuckets, q: number): number | undefined {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const observed = (bound: number) => (after.get(bound) ?? 0) - (before?.get(bound) ?? 0);
+  const total = bounds.length > 0 ? observed(bounds[bounds.length - 1]) : 0;
+  if (total <= 0) return undefined;
+  return bounds.find((bound) => observed(bound) >= q * total);
+}
+
+/**
  * Whether the live calls run late, as the admission pacer and the slot releases read it: the
- * p90 of their timers' lateness over the window, above `limitMs`. The p90 is taken at most
- * once per `lookMs`: taking it sorts the window, and every call that ends asks. Pure: the
- * caller passes the clock.
+ * p99 of how long the live-call queue's workflow tasks waited to start (scheduled to started)
+ * over the last reading, above `limitMs`. A reading older than `staleMs` (the worker's metrics
+ * could not be read since) counts as on time, so a lost reading never holds admissions.
+ * Pure: the caller passes the readings and the clock.
  */
 export class LiveCallPace {
-  private lookedAt: number | undefined;
-  private p90: number | undefined;
+  private latest: { atMs: number; p99Ms: number | undefined } | undefined;
 
   constructor(
-    readonly timers: LatenessWindow,
     private readonly limitMs: number,
-    private readonly lookMs: number,
+    private readonly staleMs: number,
   ) {}
 
-  /** The p90 of the live timers' lateness (undefined: none fired lately), at most `lookMs` old. */
-  lateness(nowMs: number): number | undefined {
-    if (this.lookedAt === undefined || nowMs - this.lookedAt >= this.lookMs) {
-      this.lookedAt = nowMs;
-      this.p90 = this.timers.quantile(0.9, nowMs);
-    }
-    return this.p90;
+  /** A reading: the p99 of the live tasks' wait to start since the last one (undefined: no task). */
+  observe(p99Ms: number | undefined, nowMs: number): void {
+    this.latest = { atMs: nowMs, p99Ms };
   }
 
-  /** The live timers fire later than `limitMs` (none fired lately: on time). */
+  /** The last reading's p99 (undefined: no task in it, or no fresh reading). */
+  lateness(nowMs: number): number | undefined {
+    if (!this.latest || nowMs - this.latest.atMs > this.staleMs) return undefined;
+    return this.latest.p99Ms;
+  }
+
+  /** The live tasks waited longer than `limitMs` to start (no fresh reading, or no task: on time). */
   late(nowMs: number): boolean {
-    const lateMs = this.lateness(nowMs);
-    return lateMs !== undefined && lateMs > this.limitMs;
+    const waitedMs = this.lateness(nowMs);
+    return waitedMs !== undefined && waitedMs > this.limitMs;
   }
 }

@@ -3,15 +3,15 @@
  * the head of the admission line at ADMISSION_RATE_PER_SECOND and wakes the calls it grants
  * (one slotGranted signal each), holding while the live-call queue is behind (and then looking at
  * the line, empty or not, only as often as it asks for that queue's backlog), and admitting
- * more slowly while the live calls' timers fire late. Calls that fall due wait in the line in Postgres, not as
- * workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
+ * more slowly while the live calls' workflow tasks wait to start. Calls that fall due wait in
+ * the line in Postgres, not as workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
  * head of the line first, and the calls already talking keep their turns.
  *
  * Several workers each run one; the team's slot lock keeps the ceiling exact between them,
  * and the rate is per worker (workers add capacity). A lost wake-up is re-sent by the
  * reconciler; each call's own durable timer, far past its due time, is the last resort.
  */
-import { AdmissionRate, LatenessWindow, LiveAdmissionRate, LiveCallPace } from '../domain/admissionRate.js';
+import { AdmissionRate, LiveAdmissionRate, LiveCallPace } from '../domain/admissionRate.js';
 import { admissionLineTeams } from '../db/repositories/concurrencySlots.js';
 import { admissionRate } from '../metrics/workerMetrics.js';
 import { admitDueCalls, type CallSlotDeps } from './callSlots.js';
@@ -27,10 +27,10 @@ export interface AdmissionPacerOptions {
    */
   liveBacklog?: () => Promise<number>;
   /**
-   * How late the live calls' timers fire (liveCallPace; the worker's `liveTimers` sink fills
-   * it): while their p90 is above LIVE_LATENESS_LIMIT_MS and due calls wait, the rate is
-   * lowered, and raised back once they are on time or the line is empty (LiveAdmissionRate).
-   * Without it, the pacer admits at `ratePerSecond`.
+   * How long the live calls' workflow tasks wait to start (liveCallPace): while their p99 is
+   * above LIVE_TASK_WAIT_LIMIT_MS and due calls wait, the rate is lowered, and raised back once
+   * they are on time or the line is empty (LiveAdmissionRate). Without it, the pacer admits at
+   * `ratePerSecond`.
    */
   livePace?: LiveCallPace;
 }
@@ -40,26 +40,26 @@ export const LIVE_BACKLOG_LIMIT = 10;
 /** How often the live-call queue's backlog is asked for (one RPC to Temporal). */
 const BACKLOG_LOOK_MS = 500;
 /**
- * Live timers' lateness (p90 over the last second) above which admissions slow down while due
- * calls wait: a quiet worker's live timers fire within a few ms, and what it guards (a live
- * call's task waiting a quarter second) shows in them late and partly (bench/campaignScale.ts
- * chose it, docs/benchmarks.md).
+ * The live calls' workflow tasks' wait to start (p99 over the last reading) above which
+ * admissions slow down while due calls wait, and the slots the worker's calls free are left to
+ * the pacer: a live call's turn that waits more than a quarter of a second is a pause the
+ * person on the line hears (docs/calls.md, "The live calls' pace").
  */
-export const LIVE_LATENESS_LIMIT_MS = 25;
-/** How often the rate follows the live timers' lateness. */
+export const LIVE_TASK_WAIT_LIMIT_MS = 250;
+/** How often the rate follows the live calls' pace. */
 const RATE_STEP_MS = 500;
-/** The span of live timers the lateness is taken over. */
-export const LIVE_LATENESS_SPAN_MS = 1_000;
-/** How old the lateness a release reads may be (each call's end asks whether to hand its slot on). */
-const LIVE_PACE_LOOK_MS = 100;
+/** How often the worker reads the live tasks' waits from its SDK metrics. */
+export const LIVE_PACE_READ_MS = 500;
+/** A reading older than this (the metrics unread since) counts as on time. */
+const LIVE_PACE_STALE_MS = 2_000;
 
 /**
- * This worker's live calls' pace: its live-call worker's `liveTimers` sink fills `timers`; the
+ * This worker's live calls' pace (src/temporal/liveTaskLatency.ts reads it into the pace): the
  * admission pacer follows it, and, while it is late, the slots the worker's calls free are left
  * to the pacer instead of going straight to the next call in line (CallSlotDeps.holdFreedSlots).
  */
 export function liveCallPace(): LiveCallPace {
-  return new LiveCallPace(new LatenessWindow(LIVE_LATENESS_SPAN_MS), LIVE_LATENESS_LIMIT_MS, LIVE_PACE_LOOK_MS);
+  return new LiveCallPace(LIVE_TASK_WAIT_LIMIT_MS, LIVE_PACE_STALE_MS);
 }
 
 export interface AdmissionPacer {
@@ -73,7 +73,7 @@ const DEFAULT_TICK_MS = 100;
 export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOptions): AdmissionPacer {
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
   const rate = new AdmissionRate(opts.ratePerSecond, tickMs);
-  const liveRate = new LiveAdmissionRate(opts.ratePerSecond, { limitMs: LIVE_LATENESS_LIMIT_MS, stepMs: RATE_STEP_MS });
+  const liveRate = new LiveAdmissionRate(opts.ratePerSecond, { limitMs: LIVE_TASK_WAIT_LIMIT_MS, stepMs: RATE_STEP_MS });
   admissionRate.set(opts.ratePerSecond);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

@@ -6,9 +6,9 @@ import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT, workflowBundleDir } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { redactCredentials, redactLogValue } from '../logging/redaction.js';
-import type { LatenessWindow } from '../domain/admissionRate.js';
 import { liveTimerLateness } from '../metrics/workerMetrics.js';
-import { liveCallPace, startAdmissionPacer } from '../services/admissionPacer.js';
+import { liveCallPace, LIVE_PACE_READ_MS, startAdmissionPacer } from '../services/admissionPacer.js';
+import { TASK_START_BUCKETS, watchLiveTaskLatency } from './liveTaskLatency.js';
 import { ensureCallsReconciler } from '../services/calls.js';
 import { ensureWebhookDeliverySweeper } from '../services/webhookEvents.js';
 import { tracedWorkerOptions, workflowInterceptorModules } from '../tracing/tracing.js';
@@ -23,6 +23,8 @@ const LIVE_TIMER_INTERCEPTOR = path.join(PROJECT_ROOT, 'workflows', 'interceptor
 /** One bundle per kind (with the tracing interceptor module, tracing on, and without) and cache folder. */
 const bundlePromises = new Map<string, Promise<WorkflowBundle>>();
 let runtimeInstalled = false;
+/** Where this process's runtime serves the SDK's metrics, once installed with them. */
+let runtimeMetricsUrl: string | undefined;
 
 /**
  * The SDK's default line on stderr, redacted like the project's own logs: activity and
@@ -53,8 +55,13 @@ export function installTemporalRuntime(level: LogLevel = 'WARN', metrics?: { bin
       Runtime.install({
         logger,
         ...signals,
-        telemetryOptions: { metrics: { prometheus: { bindAddress: metrics.bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
+        telemetryOptions: {
+          metrics: {
+            prometheus: { bindAddress: metrics.bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true, histogramBucketOverrides: TASK_START_BUCKETS },
+          },
+        },
       });
+      runtimeMetricsUrl = `http://${metrics.bindAddress}/metrics`;
       return;
     } catch (err) {
       metrics.onError(err as Error);
@@ -107,25 +114,17 @@ export const STICKY_QUEUE_TIMEOUT = '60 seconds';
 // The live-call task queue's name is the workflows' contract (the API starts calls there too).
 export { liveCallTaskQueue };
 
-/**
- * The `liveTimers` sink: each live timer's lateness goes to the worker's histogram and, given
- * `liveTimers`, to the window the admission pacer reads. Not called on replay.
- */
-function liveTimerSinks(liveTimers?: LatenessWindow): InjectedSinks<LiveTimerSinks> {
-  return {
-    liveTimers: {
-      fired: {
-        fn: (_info, lateMs) => {
-          liveTimerLateness.observe(lateMs / 1000);
-          liveTimers?.record(lateMs, Date.now());
-        },
-        callDuringReplay: false,
-      },
+/** The `liveTimers` sink: each live timer's lateness goes to the worker's histogram. Not called on replay. */
+const LIVE_TIMER_SINKS: InjectedSinks<LiveTimerSinks> = {
+  liveTimers: {
+    fired: {
+      fn: (_info, lateMs) => liveTimerLateness.observe(lateMs / 1000),
+      callDuringReplay: false,
     },
-  };
-}
+  },
+};
 
-export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps; liveTimers?: LatenessWindow }): Promise<Worker> {
+export async function createWorker(opts: { connection: NativeConnection; namespace: string; taskQueue: string; deps: ActivityDeps }): Promise<Worker> {
   const traced = tracedWorkerOptions();
   return Worker.create({
     connection: opts.connection,
@@ -134,7 +133,7 @@ export async function createWorker(opts: { connection: NativeConnection; namespa
     workflowBundle: await workflowBundle(workflowBundleDir(opts.deps.config), opts.deps.logger),
     activities: createActivities(opts.deps),
     ...traced,
-    sinks: { ...traced.sinks, ...liveTimerSinks(opts.liveTimers) },
+    sinks: { ...traced.sinks, ...LIVE_TIMER_SINKS },
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
     workflowThreadPoolSize: opts.deps.config.WORKER_WORKFLOW_THREADS,
     maxConcurrentWorkflowTaskExecutions: opts.deps.config.WORKER_MAX_WORKFLOW_TASKS,
@@ -187,12 +186,13 @@ export interface RunningWorker {
 export async function startServiceWorker(address: string, deps: ActivityDeps): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address });
   const live = liveCallTaskQueue(deps.config.TEMPORAL_TASK_QUEUE);
-  // The live calls' pace: the live queue's worker fills it; the admission pacer follows it, and
-  // while it is late the slots this worker's calls free are left to the pacer.
+  // The live calls' pace, read from the SDK's metrics: the admission pacer follows it, and while
+  // it is late the slots this worker's calls free are left to the pacer. Without the metrics
+  // (METRICS_ENABLED=false) it never reads late: the pacer admits at its rate alone.
   const livePace = liveCallPace();
   const activityDeps: ActivityDeps = { ...deps, liveTaskQueue: live, holdFreedSlots: () => livePace.late(Date.now()) };
   const queue = { connection, namespace: deps.config.TEMPORAL_NAMESPACE, taskQueue: deps.config.TEMPORAL_TASK_QUEUE, deps: activityDeps };
-  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live, liveTimers: livePace.timers }), await createWebhookWorker(queue)];
+  const workers = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live }), await createWebhookWorker(queue)];
   const stopAll = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
@@ -209,10 +209,15 @@ export async function startServiceWorker(address: string, deps: ActivityDeps): P
     { pool: deps.pool, temporal: deps.temporal, logger: deps.logger },
     { ratePerSecond: deps.config.ADMISSION_RATE_PER_SECOND, liveBacklog: () => workflowBacklog(deps.temporal, deps.config.TEMPORAL_NAMESPACE, live), livePace },
   );
-  const stopped = done.finally(() => pacer.stop());
+  const watch = runtimeMetricsUrl ? watchLiveTaskLatency({ metricsUrl: runtimeMetricsUrl, taskQueue: live, pace: livePace, everyMs: LIVE_PACE_READ_MS, logger: deps.logger }) : undefined;
+  const stopped = done.finally(() => {
+    watch?.stop();
+    return pacer.stop();
+  });
   return {
     done: stopped,
     async shutdown() {
+      watch?.stop();
       await pacer.stop();
       stopAll();
       await stopped;

@@ -1,10 +1,10 @@
 // The admission pacer's rate (src/domain/admissionRate.ts) on a clock the test moves: no more
 // calls a second than the rate, spread over the ticks, and no burst after an idle spell; the
-// rate the live calls' timer lateness allows, the window that lateness is read over, and whether
-// the live calls run late.
+// rate the live calls' pace allows, whether the live calls run late, and the quantile of their
+// tasks' waits between two metric readings.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AdmissionRate, LatenessWindow, LiveAdmissionRate, LiveCallPace } from '../../src/domain/admissionRate.js';
+import { AdmissionRate, LiveAdmissionRate, LiveCallPace, quantileBetween } from '../../src/domain/admissionRate.js';
 
 /** Admits as many as allowed at each tick from `fromMs` for `seconds`; the calls admitted in each second. */
 function run(rate: AdmissionRate, tickMs: number, seconds: number, fromMs = 0): number[] {
@@ -83,32 +83,26 @@ test('live lateness: the floor is a fiftieth of a high configured rate, and the 
   assert.equal(slow.update(0, () => 1_000), 0.5);
 });
 
-test('the lateness window: the quantile of the last span only, nothing once every sample is older', () => {
-  const window = new LatenessWindow(1_000);
-  assert.equal(window.quantile(0.9, 0), undefined);
-  for (let i = 1; i <= 10; i++) window.record(i * 10, 100 + i);
-  assert.equal(window.quantile(0.9, 200), 90);
-  assert.equal(window.quantile(0.5, 200), 50);
-  assert.equal(window.quantile(1, 200), 100);
-  window.record(5, 1_050);
-  assert.equal(window.quantile(0, 1_050), 5);
-  assert.equal(window.quantile(1, 1_105), 100, 'the last sample of the first ten is 1,000 ms old: still in');
-  assert.equal(window.quantile(1, 1_111), 5, 'the first ten are out');
-  assert.equal(window.quantile(1, 2_051), undefined);
+test("the live calls' pace: late while the last reading's p99 is above the limit; on time at it, with no task, or once the reading is stale", () => {
+  const pace = new LiveCallPace(250, 2_000);
+  assert.equal(pace.late(0), false, 'no reading: on time');
+  pace.observe(500, 100);
+  assert.equal(pace.lateness(100), 500);
+  assert.equal(pace.late(1_000), true);
+  assert.equal(pace.late(2_101), false, 'two seconds without a reading: on time, admissions never wait on a lost one');
+  pace.observe(250, 2_200);
+  assert.equal(pace.late(2_200), false, 'at the limit is on time');
+  pace.observe(undefined, 2_700);
+  assert.equal(pace.late(2_700), false, 'no live task started: on time');
 });
 
-test("the live calls' pace: late while the p90 of the window is above the limit, on time at it or with no timer; read again only once a look is old", () => {
-  const pace = new LiveCallPace(new LatenessWindow(1_000), 25, 100);
-  assert.equal(pace.late(0), false, 'no timer fired: on time');
-  for (let i = 1; i <= 10; i++) pace.timers.record(i <= 8 ? 5 : 400, 100);
-  assert.equal(pace.lateness(100), 400, 'the p90 of ten samples is the ninth');
-  assert.equal(pace.late(150), true);
-  for (let i = 0; i < 90; i++) pace.timers.record(5, 160);
-  assert.equal(pace.late(199), true, 'within the look: the p90 taken at 100');
-  assert.equal(pace.lateness(200), 5, 'a new look: 100 samples, the late two below the p90');
-  assert.equal(pace.late(200), false);
-  const atLimit = new LiveCallPace(new LatenessWindow(1_000), 25, 100);
-  atLimit.timers.record(25, 0);
-  assert.equal(atLimit.late(0), false, 'at the limit is on time');
-  assert.equal(atLimit.late(2_000), false, 'the window emptied: on time');
+test('the quantile of a cumulative histogram between two readings: the bound of the bucket it falls in', () => {
+  const reading = (counts: number[]) => new Map([10, 100, 250, 500, Infinity].map((bound, i) => [bound, counts[i]]));
+  const before = reading([50, 90, 99, 100, 100]);
+  assert.equal(quantileBetween(undefined, before, 0.99), 250, 'since the histogram began');
+  assert.equal(quantileBetween(undefined, before, 0.5), 10);
+  const after = reading([110, 180, 194, 198, 200]);
+  assert.equal(quantileBetween(before, after, 0.9), 100, 'of the 100 observed since, 90 within 100 ms');
+  assert.equal(quantileBetween(before, after, 0.99), Infinity, 'two of the 100 above the last finite bound');
+  assert.equal(quantileBetween(after, after, 0.99), undefined, 'nothing observed between them');
 });

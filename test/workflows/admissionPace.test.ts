@@ -1,6 +1,7 @@
 // The admission pacer follows the live calls' pace (docs/calls.md, "Task queues", "The live
-// calls' pace"): while live timers fire late it lowers its rate to its floor, and raises it
-// back once they are on time; lateness while nothing waits in the line leaves the rate alone.
+// calls' pace"): while the live calls' tasks wait long to start it lowers its rate to its
+// floor, and raises it back once they start on time; waits while nothing waits in the line
+// leave the rate alone.
 // The time-skipping environment with the real activities over the test database; calls of
 // 20 s, so no release hands a slot on while a test watches the pacer's own grants.
 import assert from 'node:assert/strict';
@@ -24,11 +25,11 @@ const RATE = 20;
 
 const rateNow = async () => (await admissionRate.get()).values[0]?.value;
 
-/** A pacer at RATE a second following the live calls' pace, fed live timers `lateMs()` late ten times a second. */
+/** A pacer at RATE a second following the live calls' pace, told ten times a second that their tasks waited `lateMs()` to start. */
 async function withLatePacer<T>(lateMs: () => number, body: () => Promise<T>): Promise<T> {
   await lineToItself();
   const livePace = liveCallPace();
-  const firing = setInterval(() => livePace.timers.record(lateMs(), Date.now()), 100);
+  const firing = setInterval(() => livePace.observe(lateMs(), Date.now()), 100);
   const pacer: AdmissionPacer = startAdmissionPacer({ pool, temporal: deps.temporal }, { ratePerSecond: RATE, livePace });
   try {
     return await body();
@@ -38,7 +39,7 @@ async function withLatePacer<T>(lateMs: () => number, body: () => Promise<T>): P
   }
 }
 
-test("late live timers while nothing waits in the line leave the rate alone: they are not the pacer's doing", async () => {
+test("live tasks waiting long while nothing waits in the line leave the rate alone: it is not the pacer's doing", async () => {
   await withLatePacer(
     () => 500,
     async () => {
@@ -48,7 +49,7 @@ test("late live timers while nothing waits in the line leave the rate alone: the
   );
 });
 
-test("while live timers fire late and calls wait, the rate falls to its floor and the pacer grants one call a second; on time again, it returns to its rate and the line empties", async () => {
+test("while live tasks wait long to start and calls wait, the rate falls to its floor and the pacer grants one call a second; on time again, it returns to its rate and the line empties", async () => {
   let late = 500;
   const ids = await withLatePacer(
     () => late,
@@ -64,8 +65,8 @@ test("while live timers fire late and calls wait, the rate falls to its floor an
       await delay(3000);
       const inThree = (await granted()).length - atFloor;
       assert.ok(inThree <= 4, `${inThree} granted in three seconds at the floor`);
-      late = 20;
-      await eventually(async () => (await rateNow()) === RATE, 'the configured rate again once the timers are on time', { timeoutMs: 60_000 });
+      late = 100;
+      await eventually(async () => (await rateNow()) === RATE, 'the configured rate again once the tasks start on time', { timeoutMs: 60_000 });
       await eventually(async () => (await granted()).length === ids.length, 'every call granted');
       return ids;
     },

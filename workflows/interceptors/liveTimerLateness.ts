@@ -7,9 +7,12 @@
  * down when it grows.
  *
  * Bundled into every worker's workflow code; it adds no command, so histories are unchanged.
- * The due instant is workflow time (the start of the task that set the timer, the same on
- * replay), the moment seen is the worker's clock (`unsafe.now`, told only outside replay: the
- * sink is not called during replay).
+ * Both instants are the worker's clock (`unsafe.now`): the due instant is when the workflow code
+ * set the timer plus its duration, not workflow time, which is the start of the task that set
+ * it: a call's timers follow its local activities in the same task (its dial, its end), and
+ * measured from the task's start they would look late by those activities' time on any
+ * machine, idle or not. A timer set during replay (the workflow left the worker's cache) is not
+ * measured, as the moment it was set is gone; the sink is not called during replay either.
  */
 import { proxySinks, workflowInfo, type Sinks, type WorkflowInterceptors } from '@temporalio/workflow';
 import { liveCallTaskQueue } from '../contracts.js';
@@ -25,15 +28,15 @@ const { liveTimers } = proxySinks<LiveTimerSinks>();
 const LIVE_SUFFIX = liveCallTaskQueue('');
 
 export const interceptors = (): WorkflowInterceptors => {
-  // Each timer's due instant (workflow time), by its sequence number, until it fires (a cancelled
-  // one stays until the workflow ends: a few numbers per call).
+  // Each timer's due instant (the worker's clock), by its sequence number, until it fires (a
+  // cancelled one stays until the workflow ends: a few numbers per call).
   const dueAt = new Map<number, number>();
-  const live = () => workflowInfo().taskQueue.endsWith(LIVE_SUFFIX);
+  const measured = () => workflowInfo().taskQueue.endsWith(LIVE_SUFFIX) && !workflowInfo().unsafe.isReplaying;
   return {
     outbound: [
       {
         startTimer(input, next) {
-          if (live()) dueAt.set(input.seq, Date.now() + input.durationMs);
+          if (measured()) dueAt.set(input.seq, workflowInfo().unsafe.now() + input.durationMs);
           return next(input);
         },
       },

@@ -78,13 +78,13 @@ export const batchContacts = new Gauge({
 
 export const admissionRate = new Gauge({
   name: 'voice_agent_admission_rate_per_second',
-  help: "Due phone calls this worker's admission pacer admits a second now: ADMISSION_RATE_PER_SECOND, lowered while live calls' timers fire late.",
+  help: "Due phone calls this worker's admission pacer admits a second now: ADMISSION_RATE_PER_SECOND, lowered while the live calls' workflow tasks wait to start.",
   registers,
 });
 
 export const liveTimerLateness = new Histogram({
   name: 'voice_agent_live_timer_lateness_seconds',
-  help: 'How late the timers of calls on the live-call task queue fired (due instant to the workflow seeing it): the pace of calls that talk.',
+  help: 'How late the timers of calls on the live-call task queue fired (from when the workflow set them to when it saw them fire).',
   buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   registers,
 });

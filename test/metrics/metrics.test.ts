@@ -19,6 +19,7 @@ import { watchDatabase } from '../../src/metrics/workerMetrics.js';
 import { createHook } from '../../src/services/hooks.js';
 import { hookRunWorkflowId } from '../../workflows/contracts.js';
 import { createWebhookWorker, installTemporalRuntime } from '../../src/temporal/worker.js';
+import { TASK_START_BUCKETS, taskStartBuckets } from '../../src/temporal/liveTaskLatency.js';
 import { createTestTeam, startTestApi, type TestApi, type TestTeam } from '../support/app.js';
 import { callTestConfig, createCallWorker, waitForCall } from '../support/calls.js';
 import { parseExposition, sampleSum, scrape, seriesNames, type Exposition } from '../support/prometheusText.js';
@@ -263,6 +264,12 @@ test("the Temporal SDK's worker metrics are served on their own port in Promethe
   assert.ok(names.some((name) => name.endsWith('_total')), 'counters end in _total');
   assert.ok(names.some((name) => name.endsWith('_seconds')), 'durations are in seconds');
   assert.ok(sampleSum(temporal, 'temporal_workflow_completed_total', { task_queue: QUEUE }) >= 1, 'the calls above completed workflows on the test queue');
+});
+
+test("the workflow tasks' wait to start is served with the buckets the live calls' pace is read from, and reads back per queue", async () => {
+  const buckets = taskStartBuckets(await (await fetch(temporalMetricsUrl)).text(), QUEUE);
+  assert.deepEqual([...buckets.keys()], [...TASK_START_BUCKETS.workflow_task_schedule_to_start_latency.map((seconds) => seconds * 1000), Infinity]);
+  assert.ok((buckets.get(Infinity) ?? 0) >= 1, "the test queue's workflow tasks are counted");
 });
 
 test('every metric the Grafana dashboard queries is one the service exports', async () => {

@@ -45,8 +45,8 @@ export interface LiveAdmissionRateOptions {
 
 /**
  * The admission rate the live calls' pace allows (docs/calls.md, "Admission"): the configured
- * rate while their timers fire on time; cut by 30 % at each step while they fire later than
- * `limitMs`, and grown back by a fiftieth of the configured rate at each step once they are on
+ * rate while their tasks start on time; cut by 30 % at each step while they wait longer than
+ * `limitMs` (LiveCallPace), and grown back by a fiftieth of the configured rate at each step once they are on
  * time again (additive increase, multiplicative decrease: the admitted calls' own tasks come
  * seconds after their admission, so the rate is lowered firmly and raised slowly). Never below
  * one call a second or a fiftieth of the configured rate, so the line always moves. Pure: the

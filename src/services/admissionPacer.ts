@@ -3,8 +3,9 @@
  * the head of the admission line at ADMISSION_RATE_PER_SECOND and wakes the calls it grants
  * (one slotGranted signal each), holding while the live-call queue is behind (and then looking at
  * the line, empty or not, only as often as it asks for that queue's backlog), and admitting
- * more slowly while the live calls' workflow tasks wait to start. Calls that fall due wait in
- * the line in Postgres, not as workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
+ * more slowly while the live calls' workflow tasks wait to start (and then leaving the slots
+ * its worker's calls free to it). Calls that fall due wait in the line in Postgres, not as
+ * workflow tasks: 10,000 calls due at one instant start at the rate the workers sustain, the
  * head of the line first, and the calls already talking keep their turns.
  *
  * Several workers each run one; the team's slot lock keeps the ceiling exact between them,

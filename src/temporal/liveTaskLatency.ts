@@ -7,8 +7,7 @@
  * histogram every half second and gives the admission pacer's LiveCallPace the p99 of the tasks
  * started since the last reading.
  */
-import type { CumulativeBuckets, LiveCallPace } from '../domain/admissionRate.js';
-import { quantileBetween } from '../domain/admissionRate.js';
+import { quantileBetween, type CumulativeBuckets, type LiveCallPace } from '../domain/admissionRate.js';
 import type { Logger } from '../logging/logger.js';
 
 const TASK_START_BUCKET = 'temporal_workflow_task_schedule_to_start_latency_seconds_bucket{';

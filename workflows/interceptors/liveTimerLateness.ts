@@ -1,10 +1,10 @@
 /**
  * How late the timers of calls that talk fire (docs/calls.md, "Task queues"): for each timer of a
  * workflow on a live-call task queue, the time from its due instant to the moment the workflow
- * code sees it fired, told to the worker through the `liveTimers` sink. A call's ring, talk and
- * analysis timers wait in the same queues and on the same cores as its turns, so their lateness
- * is what a campaign's admissions do to the calls already talking; the admission pacer slows
- * down when it grows.
+ * code sees it fired, told to the worker through the `liveTimers` sink, which operators read as
+ * `voice_agent_live_timer_lateness_seconds`. The admission pacer does not follow it: a timer's
+ * lateness includes the rest of the task that set it, so it reads late on an idle worker too;
+ * the pacer reads the tasks' wait to start instead (src/temporal/liveTaskLatency.ts).
  *
  * Bundled into every worker's workflow code; it adds no command, so histories are unchanged.
  * Both instants are the worker's clock (`unsafe.now`): the due instant is when the workflow code

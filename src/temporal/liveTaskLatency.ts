@@ -14,7 +14,7 @@ const TASK_START_BUCKET = 'temporal_workflow_task_schedule_to_start_latency_seco
 
 /**
  * The schedule-to-start bucket bounds the runtime exports (seconds; Core's own are 0.1, 0.5, 1,
- * 5 and more, too coarse for a quarter-second limit). The key is the metric's name without
+ * 5 and more, too coarse for a limit of 100 ms). The key is the metric's name without
  * prefix or unit, as the SDK's `histogramBucketOverrides` takes it.
  */
 export const TASK_START_BUCKETS = { workflow_task_schedule_to_start_latency: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] };

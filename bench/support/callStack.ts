@@ -13,7 +13,7 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createRecordingStore, type RecordingStore } from '../../src/recordings/index.js';
-import { liveCallPace, startAdmissionPacer } from '../../src/services/admissionPacer.js';
+import { startAdmissionPacer } from '../../src/services/admissionPacer.js';
 import { createWorker, installTemporalRuntime, liveCallTaskQueue, workflowBacklog } from '../../src/temporal/worker.js';
 import { startBenchApi, type BenchApi } from './api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, type BenchTemporal } from './environment.js';
@@ -58,17 +58,16 @@ export async function startBenchCallStack(name: string, settings: Record<string,
   const api = await startBenchApi(config, pool, temporal.client, { liveTaskQueue: live });
   const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
   const connection = await NativeConnection.connect({ address });
-  // As startServiceWorker's, without the calls reconciler and the webhook sweeper: their
-  // workflow ids are fixed, and a bench's would outlive it on a shared TEMPORAL_ADDRESS.
-  const livePace = liveCallPace();
-  const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live, holdFreedSlots: () => livePace.late(Date.now()) };
+  // As startServiceWorker's, without the calls reconciler and the webhook sweeper (their
+  // workflow ids are fixed, and a bench's would outlive it on a shared TEMPORAL_ADDRESS), and
+  // without the live calls' pace: the runtime here serves no SDK metrics to read it from.
+  const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live };
   const queue = { connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, deps };
   const workers: Worker[] = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live })];
   const workerRuns = Promise.all(workers.map((w) => w.run()));
   const pacer = startAdmissionPacer(deps, {
     ratePerSecond: config.ADMISSION_RATE_PER_SECOND,
     liveBacklog: () => workflowBacklog(temporal.client, config.TEMPORAL_NAMESPACE, live),
-    livePace,
   });
   return {
     dir,

@@ -16,6 +16,7 @@ import { AdmissionRate, LiveAdmissionRate, LiveCallPace } from '../domain/admiss
 import { admissionLineTeams } from '../db/repositories/concurrencySlots.js';
 import { admissionRate } from '../metrics/workerMetrics.js';
 import { admitDueCalls, type CallSlotDeps } from './callSlots.js';
+import { OutageLog } from '../logging/outageLog.js';
 
 export interface AdmissionPacerOptions {
   ratePerSecond: number;
@@ -149,25 +150,4 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       await step;
     },
   };
-}
-
-/** Logs the first failure of a spell of them as a warning, and the first success after it. */
-class OutageLog {
-  private failing = false;
-
-  constructor(
-    private readonly logger: CallSlotDeps['logger'],
-    private readonly failedMessage: string,
-    private readonly recoveredMessage: string,
-  ) {}
-
-  failed(err: unknown): void {
-    if (!this.failing) this.logger?.warn({ err }, this.failedMessage);
-    this.failing = true;
-  }
-
-  ok(): void {
-    if (this.failing) this.logger?.info(this.recoveredMessage);
-    this.failing = false;
-  }
 }

@@ -9,6 +9,7 @@
  */
 import { quantileBetween, type CumulativeBuckets, type LiveCallPace } from '../domain/admissionRate.js';
 import type { Logger } from '../logging/logger.js';
+import { OutageLog } from '../logging/outageLog.js';
 
 const TASK_START_BUCKET = 'temporal_workflow_task_schedule_to_start_latency_seconds_bucket{';
 
@@ -40,7 +41,7 @@ export interface LiveTaskLatencyWatch {
 /** Reads `metricsUrl` every `everyMs` and tells `pace` the p99 of the live queue's task waits since the last reading. */
 export function watchLiveTaskLatency(opts: { metricsUrl: string; taskQueue: string; pace: LiveCallPace; everyMs: number; logger?: Logger }): LiveTaskLatencyWatch {
   let before: CumulativeBuckets | undefined;
-  let failing = false;
+  const outage = new OutageLog(opts.logger, 'live task latency unread; admitting at the rate alone', 'live task latency read again');
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const read = async () => {
@@ -50,12 +51,10 @@ export function watchLiveTaskLatency(opts: { metricsUrl: string; taskQueue: stri
       // The first reading is the baseline: what came before the watch is not now.
       if (before) opts.pace.observe(quantileBetween(before, after, 0.99), Date.now());
       before = after;
-      if (failing) opts.logger?.info('live task latency read again');
-      failing = false;
+      outage.ok();
     } catch (err) {
       // Unread, the pace goes stale and counts as on time: admissions never wait on it.
-      if (!failing) opts.logger?.warn({ err, metricsUrl: opts.metricsUrl }, 'live task latency unread; admitting at the rate alone');
-      failing = true;
+      outage.failed(err, { metricsUrl: opts.metricsUrl });
     }
   };
   const schedule = () => {

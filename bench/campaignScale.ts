@@ -44,8 +44,12 @@
 //  workflow-task timeouts with BENCH_FLAT_BIG due (target 0), CPU per call BENCH_FLAT_BIG
 //     against BENCH_FLAT_SMALL (≤ 1.2×), start lateness p99 at BENCH_ONTIME due with free
 //     slots (kept ≤ BENCH_KEPT_P99, 43.5 s, the figure before issue 27).
-// bench/voiceTurns.ts (turn latency at 10 browser calls, target p95 ≤ 1.5 s) runs its own
-// service; docs/benchmarks.md says how to run it beside this one.
+//  voice turns beside the bursts of "on time" and "flat cost, many waiting": bench/voiceTurns.ts,
+//     forked on this service (bench/support/voiceBeside.ts): its own API and media edge, the
+//     calls' workflows on this service's worker and live-call queue. BENCH_VOICE_CALLS (10)
+//     browser calls at once in rounds, first with no burst, then from the due instant until
+//     every call of the burst has started (as the live calls): turn latency p95 at the edge
+//     and at the caller, target ≤ 1.5 s.
 //
 // A quick run (a few minutes):
 //   BENCH_SCENARIOS=floor,ontime,flat BENCH_FLOOR=300 BENCH_ONTIME=500 BENCH_FLAT_BIG=2000 npx tsx bench/campaignScale.ts
@@ -72,7 +76,8 @@
 // analysis and all: the call shape plus one ingredient of a simulated call's history each,
 // printed against the call shape, bench/campaignScale/floor.ts), BENCH_LIVE_RATE (2 live calls a second;
 // 0: no live calls), BENCH_LIVE_LEAD (20 s), BENCH_LIVE_WINDOW (120 s), BENCH_HEAD (100),
-// BENCH_LINE_BATCH (100), BENCH_KEPT_P99 (43.5 s).
+// BENCH_LINE_BATCH (100), BENCH_KEPT_P99 (43.5 s), BENCH_VOICE_CALLS (10 browser calls a
+// round; 0: no voice calls).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -93,6 +98,7 @@ import { benchConfig, benchTempDir, runBenchmark, startBenchPostgres, waitForNam
 import { childrenNamed, machineCpuSeconds, treeCpuSeconds, treeRssMiB } from './support/processCpu.js';
 import { median, out, quantile } from './support/stats.js';
 import { measureFloor, type FloorFigures } from './campaignScale/floor.js';
+import { startVoiceBeside, type VoiceBeside, type VoiceLevelSummary } from './support/voiceBeside.js';
 import { atMost, lineInversions, verdictWord, workflowTaskWaits, type Verdict, type WorkflowTaskWait } from './campaignScale/figures.js';
 
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'floor,create,throughput,ontime,flat').split(',');
@@ -118,6 +124,7 @@ const LIVE_WINDOW_MS = Number(process.env.BENCH_LIVE_WINDOW ?? 120) * 1000;
 const HEAD = Number(process.env.BENCH_HEAD ?? 100);
 const LINE_BATCH = Number(process.env.BENCH_LINE_BATCH ?? 100);
 const KEPT_P99_MS = Number(process.env.BENCH_KEPT_P99 ?? 43.5) * 1000;
+const VOICE_CALLS = Number(process.env.BENCH_VOICE_CALLS ?? 10);
 const TASK_QUEUE = 'bench-campaign';
 /** The simulator rings for a third of the call, at most 1 s (src/telephony/simulator.ts). */
 const RING_SECONDS = Math.min(1, CALL_SECONDS / 3);
@@ -466,6 +473,8 @@ interface ScenarioResult {
   /** Calls that a call at least BENCH_LINE_BATCH places behind them in line overtook. */
   inversions: number;
   live?: LiveFigures;
+  /** The browser calls' turns while the burst's calls were starting. */
+  voice?: VoiceLevelSummary;
 }
 
 /** Orchestration CPU ms per call, the live calls that ran meanwhile counted as calls. */
@@ -500,6 +509,7 @@ async function scenario(
   ceiling: number,
   ratePerSecond: number,
   liveTeam?: BenchTeam,
+  voice?: VoiceBeside,
 ): Promise<ScenarioResult> {
   out(`\n== ${name}: ${calls.toLocaleString('en')} calls due at one instant, ceiling ${ceiling.toLocaleString('en')}, ${CALL_SECONDS} s simulated calls${liveTeam ? `, live calls beside it (${LIVE_RATE} a second)` : ''}`);
   const team = await newTeam(pool, ceiling);
@@ -513,6 +523,9 @@ async function scenario(
   let trickle = liveTeam ? startLiveTrickle(svc.base, liveTeam, LIVE_RATE) : undefined;
   let liveIds: string[] = [];
   await new Promise((r) => setTimeout(r, Math.max(0, due.getTime() - Date.now())));
+  // Browser calls from the due instant until the burst has started, like the live calls.
+  const voiceLevel = liveTeam ? voice?.startLevel() : undefined;
+  let voiceResult: Promise<VoiceLevelSummary> | undefined;
   await resetStatements(pool);
   const load0 = os.loadavg()[0];
   const cpu0 = serviceCpu(svc);
@@ -530,6 +543,8 @@ async function scenario(
     if (trickle && (rows[0].started >= calls || performance.now() - t0 > LIVE_WINDOW_MS)) {
       liveIds = await trickle.stop();
       trickle = undefined;
+      // Not awaited here: the round in progress ends on its own time, which is not the burst's.
+      voiceResult = voiceLevel?.stop();
     }
     if (rows[0].done >= calls) break;
     if (performance.now() - lastPrint > 30_000) {
@@ -544,6 +559,7 @@ async function scenario(
   const machine1 = machineCpuSeconds();
   const load1 = os.loadavg()[0];
   if (trickle) liveIds = await trickle.stop();
+  const voiceSummary = await (voiceResult ?? voiceLevel?.stop());
   await printStatements(pool, calls);
   const extraCalls = liveIds.length
     ? (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[]) AND actual_time >= $2', [liveIds, due])).rows[0].n
@@ -591,9 +607,18 @@ async function scenario(
     headLateness,
     inversions,
     live,
+    voice: voiceSummary,
   };
   printScenario(result);
   return result;
+}
+
+/** A level of browser calls in one line. */
+function voiceShown(v: VoiceLevelSummary): string {
+  return (
+    `turn latency at the edge p50 ${msShown(v.edgeP50)}, p95 ${msShown(v.edgeP95)}; at the caller p50 ${msShown(v.callerP50)}, p95 ${msShown(v.callerP95)} (${v.turns} turns); ` +
+    `workflow between two voice activities p50 ${msShown(v.workflowP50)}, p95 ${msShown(v.workflowP95)}; ${v.failed} failed calls, ${v.unheard} answers not made out`
+  );
 }
 
 function printScenario(r: ScenarioResult): void {
@@ -626,6 +651,7 @@ function printScenario(r: ScenarioResult): void {
         `(${l.during.waits.length} tasks, ${l.during.timeouts} timed out first)`,
     );
   }
+  if (r.voice) out(`  voice turns (bench/voiceTurns.ts, ${r.voice.calls} browser calls at once): ${voiceShown(r.voice)}`);
   out(`  resident memory at the end: worker ${r.rss.worker.toFixed(0)} MiB, Temporal ${r.rss.temporal.toFixed(0)} MiB`);
   printHistories(r.histories);
 }
@@ -676,6 +702,7 @@ async function main(): Promise<void> {
   let svc: Service | undefined;
   let api: ChildProcess | undefined;
   let worker: ChildProcess | undefined;
+  let voice: VoiceBeside | undefined;
   const pg = await startBenchPostgres(tmp, PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : []);
   const pool = createPool(pg.url, 8);
   const config = benchConfig(pg.url);
@@ -752,6 +779,13 @@ async function main(): Promise<void> {
     svc = { api, worker, temporalPid, postgresPid: pg.pid, base: `http://127.0.0.1:${port}` };
     out(`${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; API pid ${api.pid}, worker pid ${worker.pid}, Temporal dev server pid ${temporalPid}, Postgres pid ${pg.pid}`);
     if (process.env.BENCH_WORKER_ENV) out(`worker settings: ${process.env.BENCH_WORKER_ENV}`);
+    // Browser calls on this service (its worker runs their workflows, its analysis reads their recordings).
+    const bursts = ['ontime', 'flat'].some((name) => SCENARIOS.includes(name));
+    if (VOICE_CALLS > 0 && LIVE_RATE > 0 && bursts) {
+      out(`\n== voice turns beside the campaign: bench/voiceTurns.ts, ${VOICE_CALLS} browser calls at once, first with no burst`);
+      voice = await startVoiceBeside({ ...env, RECORDINGS_DIR: path.join(dataDir, 'recordings') }, VOICE_CALLS);
+      out(`  no burst: ${voiceShown(voice.baseline)}`);
+    }
 
     let rate = SCENARIOS.includes('create') ? await createThroughput(svc, pool) : await probeCreateRate(svc, pool);
     const results: ScenarioResult[] = [];
@@ -770,9 +804,13 @@ async function main(): Promise<void> {
       judge(r.name, `live calls' conversation task wait p99 (${l.during.calls} calls, ${l.during.waits.length} tasks)`, atMost(l.during.waits.length ? quantile(l.during.waits, 0.99) : NaN, 250), msShown);
       const base = l.baseline.durations.length ? quantile(l.baseline.durations, 0.5) : NaN;
       judge(r.name, `live calls' duration p99 / no-burst p50 (${s(l.during.durations.length ? quantile(l.during.durations, 0.99) : NaN)} / ${s(base)})`, atMost(l.during.durations.length ? quantile(l.during.durations, 0.99) / base : NaN, 1.5), ratio);
+      if (r.voice) {
+        const v = r.voice;
+        judge(r.name, `voice turn latency p95 at ${v.calls} browser calls, edge / caller ${msShown(v.edgeP95)} / ${msShown(v.callerP95)} (no burst ${msShown(voice!.baseline.edgeP95)} / ${msShown(voice!.baseline.callerP95)})`, atMost(Math.max(v.edgeP95, v.callerP95), 1500), msShown);
+      }
     };
     if (SCENARIOS.includes('ontime')) {
-      const r = await scenario(svc, pool, client, 'on time', ONTIME, ONTIME_CEILING, rate, liveTeam);
+      const r = await scenario(svc, pool, client, 'on time', ONTIME, ONTIME_CEILING, rate, liveTeam, voice);
       rate = Math.min(rate, r.createPerSecond);
       out(`  start lateness p99 ${s(quantile(r.lateness, 0.99))} (issue 26's target ≤ 20 s)`);
       judge(r.name, `start lateness p99 with free slots`, atMost(quantile(r.lateness, 0.99), KEPT_P99_MS), s);
@@ -786,7 +824,7 @@ async function main(): Promise<void> {
       const small = await scenario(svc, pool, client, 'flat cost, few waiting', FLAT_SMALL, FLAT_CEILING, rate);
       // Creating calls on a busy machine is slower than the first guess: due after the measured rate.
       rate = Math.min(rate, small.createPerSecond);
-      const big = await scenario(svc, pool, client, 'flat cost, many waiting', FLAT_BIG, FLAT_CEILING, rate, liveTeam);
+      const big = await scenario(svc, pool, client, 'flat cost, many waiting', FLAT_BIG, FLAT_CEILING, rate, liveTeam, voice);
       out(`\n  orchestration CPU per call, ${FLAT_BIG - FLAT_CEILING} waiting / ${FLAT_SMALL - FLAT_CEILING} waiting: ${cpuPerCallMs(big).toFixed(1)} / ${cpuPerCallMs(small).toFixed(1)} ms`);
       out(`  slot signals per call with ${FLAT_BIG.toLocaleString('en')} due: ${mean(big.histories.slotSignals).toFixed(2)} (target ≤ 2)`);
       judge(big.name, `CPU per call, ${FLAT_BIG.toLocaleString('en')} / ${FLAT_SMALL} due`, atMost(cpuPerCallMs(big) / cpuPerCallMs(small), 1.2), ratio);
@@ -811,10 +849,11 @@ async function main(): Promise<void> {
     }
     out(
       `\nissue 27's targets (sizes: floor ${FLOOR}, on time ${ONTIME} at ceiling ${ONTIME_CEILING}, flat ${FLAT_SMALL} / ${FLAT_BIG} at ceiling ${FLAT_CEILING}, ` +
-        `live calls ${LIVE_RATE}/s, ${CALL_SECONDS} s calls; load average ${loadAtStart[0].toFixed(1)} at the start, ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} now)`,
+        `live calls ${LIVE_RATE}/s, ${voice ? `${VOICE_CALLS} browser calls, ` : ''}${CALL_SECONDS} s calls; load average ${loadAtStart[0].toFixed(1)} at the start, ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} now)`,
     );
     for (const t of targets) out(`  ${verdictWord(t.verdict)}  ${t.scenario.padEnd(24)} ${t.goal}: ${t.shown}`);
   } finally {
+    await voice?.end();
     await stopProcess(api);
     await stopProcess(worker);
     await connection?.close();

@@ -36,6 +36,11 @@
 // reported per kind of answer (constrained: yes/no and digits; free), against issue 24's
 // targets: constrained p50 ≤ 450 ms at 10 calls, free speech with Whisper p50 ≤ 900 ms.
 //
+// Beside a campaign: bench/campaignScale.ts forks this bench (bench/support/voiceBeside.ts)
+// with its service's settings, so these calls' workflows run on the campaign's worker. It
+// then measures BENCH_CALLS' first level once with no burst, then one level per burst,
+// rounds of calls until the campaign bench says the burst has started, and reports each.
+//
 // Knobs (environment): BENCH_CALLS (default "1,5,10,15,20"), BENCH_MAX_CALLS (default 40),
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
 // it has them), DATABASE_URL / TEMPORAL_ADDRESS (use those instead of starting them).
@@ -59,6 +64,7 @@ import { insertTeamWithKey, jsonRequester } from './support/api.js';
 import { askChild, BrowserCallers, loadAverage, sleep, type CallerResult, type CallOrder } from './support/browserCallers.js';
 import { startBenchCallStack } from './support/callStack.js';
 import { connectBenchTemporal, runBenchmark } from './support/environment.js';
+import { BESIDE_CAMPAIGN_ENV, type BesideOrder, type BesideReport, type VoiceLevelSummary } from './support/voiceBeside.js';
 import { serviceTicksByPart, TICKS_PER_SECOND } from './support/processCpu.js';
 import { median, out, quantile } from './support/stats.js';
 
@@ -231,7 +237,10 @@ async function main(): Promise<void> {
   const maxCalls = Number(process.env.BENCH_MAX_CALLS ?? 40);
   const minTurns = Number(process.env.BENCH_MIN_TURNS ?? 20);
   const wsUrl = `ws://127.0.0.1:${await freePort()}/ws`;
-  const stack = await startBenchCallStack('voice-turns', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench' });
+  // Beside a campaign, its worker runs the calls' workflows and its analysis reads the recordings.
+  const beside = process.env[BESIDE_CAMPAIGN_ENV] === '1';
+  const joined: Record<string, string> = beside ? { TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE!, RECORDINGS_DIR: process.env.RECORDINGS_DIR! } : {};
+  const stack = await startBenchCallStack('voice-turns', { MEDIA_EDGE_WS_URL: wsUrl, MEDIA_EDGE_SIP_DOMAIN: 'edge.bench', ...joined }, { workers: !beside });
   const { pool, config, temporal, address, api, recordings } = stack;
   const engines0 = createSpeechEngines(process.env);
   // The bench's callers are WebRTC peers; on the phone band the edge is told so, as a phone channel would.
@@ -293,10 +302,8 @@ async function main(): Promise<void> {
 
     const heardBy = [...new Set(Object.values(speech.recognizers[BAND]))].join(', ');
     out(`voice turns: ${ANSWER_KINDS.length} answered asks per call, Opus, ${BAND} band, Festival + ${heardBy} (per expect: ${Object.entries(speech.recognizers[BAND]).map(([e, r]) => `${e} ${r}`).join(', ')}); service idle ${idleMsPerSecond.toFixed(0)} ms/s; load ${loadAverage()}`);
-    const results: LevelResult[] = [];
-    const meets = (r: LevelResult) => r.edgeTurns.length > 0 && r.clientTurns.length > 0 && quantile(r.edgeTurns, 0.95) <= TARGET_P95_MS && quantile(r.clientTurns, 0.95) <= TARGET_P95_MS && r.failed.length === 0;
-    for (let i = 0; i < levels.length; i++) {
-      const calls = levels[i];
+    /** N calls at once, in rounds while `more` says so (at least one). */
+    const measureLevel = async (calls: number, more: (level: LevelResult) => boolean): Promise<LevelResult> => {
       const level: LevelResult = { calls, edgeTurns: [], clientTurns: [], edgeByKind: {}, clientByKind: {}, unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
       callersLoopP99.length = 0;
       const loop = monitorEventLoopDelay({ resolution: 5 });
@@ -323,7 +330,7 @@ async function main(): Promise<void> {
           level.profiles.push(...profiles);
           level.unheard += unheard;
         }
-      } while (level.edgeTurns.length < minTurns);
+      } while (more(level));
       clearInterval(loadWatch);
       loop.disable();
       level.loopDelay = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
@@ -335,10 +342,22 @@ async function main(): Promise<void> {
       const cpuMs = Object.values(level.cpuMsPerSecond).reduce((a, b) => a + b, 0) * level.seconds;
       level.cpuPerCallSecond = Math.max(0, cpuMs - idleMsPerSecond * level.seconds) / Math.max(1, callSeconds);
       level.load = `${loadAverage()} (1-min average while it ran: ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)})`;
+      return level;
+    };
+    const needsTurns = (level: LevelResult) => level.edgeTurns.length < minTurns;
+
+    if (beside) {
+      await besideCampaign(levels[0], measureLevel, needsTurns);
+      return;
+    }
+    const results: LevelResult[] = [];
+    const meets = (r: LevelResult) => r.edgeTurns.length > 0 && r.clientTurns.length > 0 && quantile(r.edgeTurns, 0.95) <= TARGET_P95_MS && quantile(r.clientTurns, 0.95) <= TARGET_P95_MS && r.failed.length === 0;
+    for (let i = 0; i < levels.length; i++) {
+      const level = await measureLevel(levels[i], needsTurns);
       results.push(level);
       report(level);
       // Past the listed levels, go on while the target holds.
-      if (i === levels.length - 1 && meets(level) && calls + 5 <= maxCalls) levels.push(calls + 5);
+      if (i === levels.length - 1 && meets(level) && levels[i] + 5 <= maxCalls) levels.push(levels[i] + 5);
     }
 
     const meeting = results.filter(meets);
@@ -353,12 +372,66 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * Driven by bench/campaignScale.ts (bench/support/voiceBeside.ts): the no-burst level (rounds
+ * until `minTurns`), reported as ready; then, per `level` order, rounds until `stop`.
+ */
+async function besideCampaign(calls: number, measureLevel: (calls: number, more: (level: LevelResult) => boolean) => Promise<LevelResult>, needsTurns: (level: LevelResult) => boolean): Promise<void> {
+  const send = (m: BesideReport) => process.send!(m);
+  const orders: BesideOrder[] = [];
+  let wake: (() => void) | undefined;
+  let stopped = false;
+  process.on('message', (m: BesideOrder) => {
+    if (m.cmd === 'stop') stopped = true;
+    else orders.push(m);
+    wake?.();
+  });
+  const nextOrder = async (): Promise<BesideOrder> => {
+    while (orders.length === 0) await new Promise<void>((r) => (wake = r));
+    return orders.shift()!;
+  };
+  try {
+    const baseline = await measureLevel(calls, needsTurns);
+    report(baseline, 'beside the campaign, no burst');
+    send({ event: 'ready', summary: summarize(baseline) });
+    while ((await nextOrder()).cmd === 'level') {
+      stopped = false;
+      const level = await measureLevel(calls, () => !stopped);
+      report(level, 'beside the campaign, during the burst');
+      send({ event: 'level', summary: summarize(level) });
+    }
+  } catch (err) {
+    send({ event: 'error', message: (err as Error).stack ?? String(err) });
+    throw err;
+  } finally {
+    process.removeAllListeners('message');
+    process.disconnect?.();
+  }
+}
+
+function summarize(r: LevelResult): VoiceLevelSummary {
+  const q = (xs: number[], p: number) => (xs.length ? quantile(xs, p) : NaN);
+  const workflow = r.profiles.map((p) => p.workflow);
+  return {
+    calls: r.calls,
+    turns: r.edgeTurns.length,
+    edgeP50: q(r.edgeTurns, 0.5),
+    edgeP95: q(r.edgeTurns, 0.95),
+    callerP50: q(r.clientTurns, 0.5),
+    callerP95: q(r.clientTurns, 0.95),
+    workflowP50: q(workflow, 0.5),
+    workflowP95: q(workflow, 0.95),
+    failed: r.failed.length,
+    unheard: r.unheard,
+  };
+}
+
 const ms = (v: number) => `${Math.round(v)} ms`;
 
-function report(r: LevelResult): void {
+function report(r: LevelResult, context?: string): void {
   const cpu = Object.values(r.cpuMsPerSecond).reduce((a, b) => a + b, 0);
   out('');
-  out(`${r.calls} concurrent call${r.calls === 1 ? '' : 's'} (${r.seconds.toFixed(0)} s, load ${r.load})`);
+  out(`${context ? `voice turns ${context}: ` : ''}${r.calls} concurrent call${r.calls === 1 ? '' : 's'} (${r.seconds.toFixed(0)} s, load ${r.load})`);
   out(`  turn latency, edge   (speech end → agent's first frame): p50 ${ms(median(r.edgeTurns))}, p95 ${ms(quantile(r.edgeTurns, 0.95))}, max ${ms(Math.max(...r.edgeTurns))} over ${r.edgeTurns.length} turns`);
   if (r.clientTurns.length) {
     out(`  turn latency, caller (sent speech end → first packet): p50 ${ms(median(r.clientTurns))}, p95 ${ms(quantile(r.clientTurns, 0.95))}, max ${ms(Math.max(...r.clientTurns))} over ${r.clientTurns.length} turns`);

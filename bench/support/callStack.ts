@@ -5,6 +5,11 @@
 // admission pacer (holding on that queue's backlog) admits due calls, so a campaign burst run
 // beside the bench delays its calls as it would the service's. The bench then starts the
 // media edge its own way (its trunk, clock, speech engines).
+//
+// `{ workers: false }` joins a service that runs elsewhere (bench/campaignScale.ts's): its
+// Postgres (DATABASE_URL), Temporal (TEMPORAL_ADDRESS) and task queue (TEMPORAL_TASK_QUEUE in
+// `settings`), whose worker runs the calls' workflows; this process then serves only the API
+// and the edge the bench starts.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -13,7 +18,7 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createRecordingStore, type RecordingStore } from '../../src/recordings/index.js';
-import { startAdmissionPacer } from '../../src/services/admissionPacer.js';
+import { startAdmissionPacer, type AdmissionPacer } from '../../src/services/admissionPacer.js';
 import { createWorker, installTemporalRuntime, liveCallTaskQueue, workflowBacklog } from '../../src/temporal/worker.js';
 import { startBenchApi, type BenchApi } from './api.js';
 import { API_BENCH_SETTINGS, benchConfig, benchTempDir, connectBenchTemporal, openBenchDatabase, type BenchTemporal } from './environment.js';
@@ -34,11 +39,11 @@ export interface BenchCallStack {
 
 /**
  * Starts the database (DATABASE_URL, else an embedded Postgres), Temporal (TEMPORAL_ADDRESS,
- * else a dev server), the API and the call workers on the task queue `<name>-<pid>` and its
- * live-call queue, and the admission pacer, with
+ * else a dev server), the API and (unless `workers` is false) the call workers on the task
+ * queue `<name>-<pid>` and its live-call queue, and the admission pacer, with
  * `settings` over the bench's own (the API's, local recordings, the edge's secret).
  */
-export async function startBenchCallStack(name: string, settings: Record<string, string> = {}): Promise<BenchCallStack> {
+export async function startBenchCallStack(name: string, settings: Record<string, string> = {}, { workers: runWorkers = true } = {}): Promise<BenchCallStack> {
   const dir = benchTempDir(`${name}-`);
   installTemporalRuntime();
   const database = await openBenchDatabase(dir);
@@ -57,18 +62,22 @@ export async function startBenchCallStack(name: string, settings: Record<string,
   const live = liveCallTaskQueue(config.TEMPORAL_TASK_QUEUE);
   const api = await startBenchApi(config, pool, temporal.client, { liveTaskQueue: live });
   const address = temporal.env?.address ?? process.env.TEMPORAL_ADDRESS!;
-  const connection = await NativeConnection.connect({ address });
-  // As startServiceWorker's, without the calls reconciler and the webhook sweeper (their
-  // workflow ids are fixed, and a bench's would outlive it on a shared TEMPORAL_ADDRESS), and
-  // without the live calls' pace: the runtime here serves no SDK metrics to read it from.
-  const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live };
-  const queue = { connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, deps };
-  const workers: Worker[] = [await createWorker(queue), await createWorker({ ...queue, taskQueue: live })];
+  const connection = runWorkers ? await NativeConnection.connect({ address }) : undefined;
+  const workers: Worker[] = [];
+  let pacer: AdmissionPacer | undefined;
+  if (connection) {
+    // As startServiceWorker's, without the calls reconciler and the webhook sweeper (their
+    // workflow ids are fixed, and a bench's would outlive it on a shared TEMPORAL_ADDRESS), and
+    // without the live calls' pace: the runtime here serves no SDK metrics to read it from.
+    const deps = { config, pool, logger: createLogger('silent'), temporal: temporal.client, recordings, liveTaskQueue: live };
+    const queue = { connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, deps };
+    workers.push(await createWorker(queue), await createWorker({ ...queue, taskQueue: live }));
+    pacer = startAdmissionPacer(deps, {
+      ratePerSecond: config.ADMISSION_RATE_PER_SECOND,
+      liveBacklog: () => workflowBacklog(temporal.client, config.TEMPORAL_NAMESPACE, live),
+    });
+  }
   const workerRuns = Promise.all(workers.map((w) => w.run()));
-  const pacer = startAdmissionPacer(deps, {
-    ratePerSecond: config.ADMISSION_RATE_PER_SECOND,
-    liveBacklog: () => workflowBacklog(temporal.client, config.TEMPORAL_NAMESPACE, live),
-  });
   return {
     dir,
     pool,
@@ -78,10 +87,10 @@ export async function startBenchCallStack(name: string, settings: Record<string,
     api,
     recordings,
     async stop() {
-      await pacer.stop();
+      await pacer?.stop();
       for (const w of workers) w.shutdown();
       await workerRuns;
-      await connection.close();
+      await connection?.close();
       await api.api.close();
       await pool.end();
       await temporal.close();

@@ -49,7 +49,9 @@
 //     calls' workflows on this service's worker and live-call queue. BENCH_VOICE_CALLS (10)
 //     browser calls at once in rounds, first with no burst, then from the due instant until
 //     every call of the burst has started (as the live calls): turn latency p95 at the edge
-//     and at the caller, target ≤ 1.5 s.
+//     and at the caller, target ≤ 1.5 s. A browser call's own orchestration CPU on this
+//     service (worker, Temporal, Postgres), measured in the no-burst level above the idle
+//     service's, is taken out of the burst's CPU for each browser call made during it.
 //
 // A quick run (a few minutes):
 //   BENCH_SCENARIOS=floor,ontime,flat BENCH_FLOOR=300 BENCH_ONTIME=500 BENCH_FLAT_BIG=2000 npx tsx bench/campaignScale.ts
@@ -125,6 +127,8 @@ const HEAD = Number(process.env.BENCH_HEAD ?? 100);
 const LINE_BATCH = Number(process.env.BENCH_LINE_BATCH ?? 100);
 const KEPT_P99_MS = Number(process.env.BENCH_KEPT_P99 ?? 43.5) * 1000;
 const VOICE_CALLS = Number(process.env.BENCH_VOICE_CALLS ?? 10);
+/** The no-burst level of browser calls runs until it has this many turns (two rounds of 10 calls). */
+const VOICE_BASELINE_TURNS = 80;
 const TASK_QUEUE = 'bench-campaign';
 /** The simulator rings for a third of the call, at most 1 s (src/telephony/simulator.ts). */
 const RING_SECONDS = Math.min(1, CALL_SECONDS / 3);
@@ -480,6 +484,8 @@ interface ScenarioResult {
   live?: LiveFigures;
   /** The browser calls' turns while the burst's calls were starting. */
   voice?: VoiceLevelSummary;
+  /** Their own orchestration CPU (as measured with no burst), taken out of `cpu`. */
+  voiceCpuSeconds: number;
 }
 
 /** Orchestration CPU ms per call, the live calls that ran meanwhile counted as calls. */
@@ -514,7 +520,7 @@ async function scenario(
   ceiling: number,
   ratePerSecond: number,
   liveTeam?: BenchTeam,
-  voice?: VoiceBeside,
+  voice?: VoiceBesideRun,
 ): Promise<ScenarioResult> {
   out(`\n== ${name}: ${calls.toLocaleString('en')} calls due at one instant, ceiling ${ceiling.toLocaleString('en')}, ${CALL_SECONDS} s simulated calls${liveTeam ? `, live calls beside it (${LIVE_RATE} a second)` : ''}`);
   const team = await newTeam(pool, ceiling);
@@ -529,7 +535,7 @@ async function scenario(
   let liveIds: string[] = [];
   await new Promise((r) => setTimeout(r, Math.max(0, due.getTime() - Date.now())));
   // Browser calls from the due instant until the burst has started, like the live calls.
-  const voiceLevel = liveTeam ? voice?.startLevel() : undefined;
+  const voiceLevel = liveTeam ? voice?.beside.startLevel() : undefined;
   let voiceResult: Promise<VoiceLevelSummary> | undefined;
   await resetStatements(pool);
   const load0 = os.loadavg()[0];
@@ -565,6 +571,9 @@ async function scenario(
   const load1 = os.loadavg()[0];
   if (trickle) liveIds = await trickle.stop();
   const voiceSummary = await (voiceResult ?? voiceLevel?.stop());
+  // The browser calls' workflows ran on this service: their own CPU, as measured with no burst, is not the campaign's.
+  const voiceCpu = voiceSummary && voice ? Object.fromEntries(Object.entries(voice.cpuPerCall).map(([part, v]) => [part, v * voiceSummary.callsRun])) : {};
+  for (const [part, v] of Object.entries(voiceCpu)) cpu[part] -= v;
   await printStatements(pool, calls);
   const extraCalls = liveIds.length
     ? (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[]) AND actual_time >= $2', [liveIds, due])).rows[0].n
@@ -613,6 +622,7 @@ async function scenario(
     inversions,
     live,
     voice: voiceSummary,
+    voiceCpuSeconds: sum(voiceCpu),
   };
   printScenario(result);
   return result;
@@ -626,6 +636,30 @@ function voiceShown(v: VoiceLevelSummary): string {
   );
 }
 
+/** The browser calls beside the bursts, and what one costs this service with no burst. */
+interface VoiceBesideRun {
+  beside: VoiceBeside;
+  baseline: VoiceLevelSummary;
+  /** A browser call's own orchestration CPU (s) by part of this service: its workflows on the worker, Temporal, Postgres. */
+  cpuPerCall: Record<string, number>;
+}
+
+/** Time the service's CPU goes idle, then measure a level of browser calls with no burst, and its CPU above idle. */
+async function voiceWithNoBurst(svc: Service, beside: VoiceBeside): Promise<Omit<VoiceBesideRun, 'beside'>> {
+  const idle0 = serviceCpu(svc);
+  const idleStart = performance.now();
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleSeconds = (performance.now() - idleStart) / 1000;
+  const idle = diff(idle0, serviceCpu(svc));
+  const cpu0 = serviceCpu(svc);
+  const start = performance.now();
+  const baseline = await beside.level(VOICE_BASELINE_TURNS);
+  const seconds = (performance.now() - start) / 1000;
+  const used = diff(cpu0, serviceCpu(svc));
+  const cpuPerCall = Object.fromEntries(Object.entries(used).map(([part, v]) => [part, Math.max(0, v - (idle[part] / idleSeconds) * seconds) / baseline.callsRun]));
+  return { baseline, cpuPerCall };
+}
+
 function printScenario(r: ScenarioResult): void {
   const q = (xs: number[], p: number) => s(quantile(xs, p));
   out(`  load average ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)}; due → all analysed in ${s(r.wallMs)}; statuses ${JSON.stringify(r.statuses)}`);
@@ -636,7 +670,8 @@ function printScenario(r: ScenarioResult): void {
   out(
     `  orchestration CPU: ${total.toFixed(1)} s = ${cpuPerCallMs(r).toFixed(1)} ms per call (api ${((r.cpu.api * 1000) / n).toFixed(1)}, worker ${((r.cpu.worker * 1000) / n).toFixed(1)}, ` +
       `temporal ${((r.cpu.temporal * 1000) / n).toFixed(1)}, postgres ${((r.cpu.postgres * 1000) / n).toFixed(1)}); whole machine busy ${r.machineBusy.toFixed(1)} s` +
-      (r.extraCalls ? `; ${r.extraCalls} live calls that started meanwhile counted as calls` : ''),
+      (r.extraCalls ? `; ${r.extraCalls} live calls that started meanwhile counted as calls` : '') +
+      (r.voice ? `; ${r.voice.callsRun} browser calls' own ${r.voiceCpuSeconds.toFixed(1)} s taken out` : ''),
   );
   const head = r.headLateness.filter(Number.isFinite);
   out(
@@ -711,7 +746,7 @@ async function main(): Promise<void> {
   let svc: Service | undefined;
   let api: ChildProcess | undefined;
   let worker: ChildProcess | undefined;
-  let voice: VoiceBeside | undefined;
+  let voice: VoiceBesideRun | undefined;
   const pg = await startBenchPostgres(tmp, PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : []);
   const pool = createPool(pg.url, 8);
   const config = benchConfig(pg.url);
@@ -792,8 +827,10 @@ async function main(): Promise<void> {
     const bursts = ['ontime', 'flat'].some((name) => SCENARIOS.includes(name));
     if (VOICE_CALLS > 0 && LIVE_RATE > 0 && bursts) {
       out(`\n== voice turns beside the campaign: bench/voiceTurns.ts, ${VOICE_CALLS} browser calls at once, first with no burst`);
-      voice = await startVoiceBeside({ ...env, RECORDINGS_DIR: path.join(dataDir, 'recordings') }, VOICE_CALLS);
+      const beside = await startVoiceBeside({ ...env, RECORDINGS_DIR: path.join(dataDir, 'recordings') }, VOICE_CALLS);
+      voice = { beside, ...(await voiceWithNoBurst(svc, beside)) };
       out(`  no burst: ${voiceShown(voice.baseline)}`);
+      out(`  a browser call's own orchestration CPU on this service, with no burst: ${(sum(voice.cpuPerCall) * 1000).toFixed(0)} ms (${Object.entries(voice.cpuPerCall).map(([part, v]) => `${part} ${(v * 1000).toFixed(0)}`).join(', ')})`);
     }
 
     let rate = SCENARIOS.includes('create') ? await createThroughput(svc, pool) : await probeCreateRate(svc, pool);
@@ -862,7 +899,7 @@ async function main(): Promise<void> {
     );
     for (const t of targets) out(`  ${verdictWord(t.verdict)}  ${t.scenario.padEnd(24)} ${t.goal}: ${t.shown}`);
   } finally {
-    await voice?.end();
+    await voice?.beside.end();
     await stopProcess(api);
     await stopProcess(worker);
     await connection?.close();

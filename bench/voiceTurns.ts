@@ -38,8 +38,9 @@
 //
 // Beside a campaign: bench/campaignScale.ts forks this bench (bench/support/voiceBeside.ts)
 // with its service's settings, so these calls' workflows run on the campaign's worker. It
-// then measures BENCH_CALLS' first level once with no burst, then one level per burst,
-// rounds of calls until the campaign bench says the burst has started, and reports each.
+// then runs BENCH_CALLS' first level on each order of the campaign bench: with no burst,
+// rounds until it has BENCH_MIN_TURNS turns; during a burst, rounds until the campaign
+// bench says the burst has started. It reports each.
 //
 // Knobs (environment): BENCH_CALLS (default "1,5,10,15,20"), BENCH_MAX_CALLS (default 40),
 // BENCH_MIN_TURNS (turns per level at least, default 20; a level runs rounds of calls until
@@ -210,6 +211,8 @@ async function profileCall(
 
 interface LevelResult {
   calls: number;
+  /** Calls made, over the level's rounds. */
+  callsRun: number;
   edgeTurns: number[];
   clientTurns: number[];
   /** The same turns by the kind of answer that ended them. */
@@ -304,7 +307,7 @@ async function main(): Promise<void> {
     out(`voice turns: ${ANSWER_KINDS.length} answered asks per call, Opus, ${BAND} band, Festival + ${heardBy} (per expect: ${Object.entries(speech.recognizers[BAND]).map(([e, r]) => `${e} ${r}`).join(', ')}); service idle ${idleMsPerSecond.toFixed(0)} ms/s; load ${loadAverage()}`);
     /** N calls at once, in rounds while `more` says so (at least one). */
     const measureLevel = async (calls: number, more: (level: LevelResult) => boolean): Promise<LevelResult> => {
-      const level: LevelResult = { calls, edgeTurns: [], clientTurns: [], edgeByKind: {}, clientByKind: {}, unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
+      const level: LevelResult = { calls, callsRun: 0, edgeTurns: [], clientTurns: [], edgeByKind: {}, clientByKind: {}, unheard: 0, failed: [], profiles: [], cpuMsPerSecond: {}, cpuPerCallSecond: 0, seconds: 0, load: '', loopDelay: { p99: 0, max: 0 }, callersLoopP99: 0, inbound: { ...inbound } };
       callersLoopP99.length = 0;
       const loop = monitorEventLoopDelay({ resolution: 5 });
       loop.enable();
@@ -315,6 +318,7 @@ async function main(): Promise<void> {
       let callSeconds = 0;
       do {
         const { results: callers, callIds } = await runCalls(calls);
+        level.callsRun += calls;
         const byKind = (into: Record<string, number[]>, turns: number[]) => turns.forEach((t, i) => (into[ANSWER_KINDS[i] ?? 'other'] ??= []).push(t));
         for (const r of callers) {
           level.clientTurns.push(...r.turnsMs);
@@ -347,7 +351,7 @@ async function main(): Promise<void> {
     const needsTurns = (level: LevelResult) => level.edgeTurns.length < minTurns;
 
     if (beside) {
-      await besideCampaign(levels[0], measureLevel, needsTurns);
+      await besideCampaign(levels[0], measureLevel);
       return;
     }
     const results: LevelResult[] = [];
@@ -373,10 +377,10 @@ async function main(): Promise<void> {
 }
 
 /**
- * Driven by bench/campaignScale.ts (bench/support/voiceBeside.ts): the no-burst level (rounds
- * until `minTurns`), reported as ready; then, per `level` order, rounds until `stop`.
+ * Driven by bench/campaignScale.ts (bench/support/voiceBeside.ts): ready once warmed up; then,
+ * per `level` order, rounds of calls until it has `minTurns` turns, or until `stop`.
  */
-async function besideCampaign(calls: number, measureLevel: (calls: number, more: (level: LevelResult) => boolean) => Promise<LevelResult>, needsTurns: (level: LevelResult) => boolean): Promise<void> {
+async function besideCampaign(calls: number, measureLevel: (calls: number, more: (level: LevelResult) => boolean) => Promise<LevelResult>): Promise<void> {
   const send = (m: BesideReport) => process.send!(m);
   const orders: BesideOrder[] = [];
   let wake: (() => void) | undefined;
@@ -391,13 +395,12 @@ async function besideCampaign(calls: number, measureLevel: (calls: number, more:
     return orders.shift()!;
   };
   try {
-    const baseline = await measureLevel(calls, needsTurns);
-    report(baseline, 'beside the campaign, no burst');
-    send({ event: 'ready', summary: summarize(baseline) });
-    while ((await nextOrder()).cmd === 'level') {
+    send({ event: 'ready' });
+    for (let order = await nextOrder(); order.cmd === 'level'; order = await nextOrder()) {
       stopped = false;
-      const level = await measureLevel(calls, () => !stopped);
-      report(level, 'beside the campaign, during the burst');
+      const minTurns = order.minTurns;
+      const level = await measureLevel(calls, minTurns === undefined ? () => !stopped : (l) => l.edgeTurns.length < minTurns);
+      report(level, `beside the campaign, ${minTurns === undefined ? 'during the burst' : 'no burst'}`);
       send({ event: 'level', summary: summarize(level) });
     }
   } catch (err) {
@@ -414,6 +417,7 @@ function summarize(r: LevelResult): VoiceLevelSummary {
   const workflow = r.profiles.map((p) => p.workflow);
   return {
     calls: r.calls,
+    callsRun: r.callsRun,
     turns: r.edgeTurns.length,
     edgeP50: q(r.edgeTurns, 0.5),
     edgeP95: q(r.edgeTurns, 0.95),

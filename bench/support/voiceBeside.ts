@@ -2,7 +2,8 @@
 // forks the voice bench with its service's settings (Postgres, Temporal, task queue,
 // recordings folder), so the browser calls' workflows run on the campaign's worker, on its
 // live-call queue, where a burst's starts compete with them. The voice bench serves its own
-// API and media edge, measures one level with no burst, then a level per burst on order.
+// API and media edge, warms up, then measures a level of calls on each order: until it has
+// enough turns (with no burst), or until the campaign bench stops it (during a burst).
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/config/index.js';
@@ -13,7 +14,10 @@ export const BESIDE_CAMPAIGN_ENV = 'BENCH_BESIDE_CAMPAIGN';
 
 /** A level of voice calls, in short. */
 export interface VoiceLevelSummary {
+  /** Calls at once. */
   calls: number;
+  /** Calls made in the level, over its rounds. */
+  callsRun: number;
   /** Turns timed at the edge. */
   turns: number;
   edgeP50: number;
@@ -28,22 +32,25 @@ export interface VoiceLevelSummary {
   unheard: number;
 }
 
-/** The campaign bench to the voice bench: run a level until `stop`; `end` closes it. */
-export type BesideOrder = { cmd: 'level' } | { cmd: 'stop' } | { cmd: 'end' };
-/** The voice bench to the campaign bench: the no-burst level once ready, then each level ordered. */
-export type BesideReport = { event: 'ready'; summary: VoiceLevelSummary } | { event: 'level'; summary: VoiceLevelSummary } | { event: 'error'; message: string };
+/**
+ * The campaign bench to the voice bench: run a level, rounds of calls until it has `minTurns`
+ * turns, or (without) until `stop`; `end` closes it.
+ */
+export type BesideOrder = { cmd: 'level'; minTurns?: number } | { cmd: 'stop' } | { cmd: 'end' };
+/** The voice bench to the campaign bench: warmed up, then each level ordered. */
+export type BesideReport = { event: 'ready' } | { event: 'level'; summary: VoiceLevelSummary } | { event: 'error'; message: string };
 
 export interface VoiceBeside {
-  /** The level measured before any burst. */
-  baseline: VoiceLevelSummary;
-  /** Starts a level of calls (rounds until `stop` is called); its summary once its last round ended. */
+  /** A level of calls, rounds until it has `minTurns` turns; its summary. */
+  level(minTurns: number): Promise<VoiceLevelSummary>;
+  /** Starts a level of calls, rounds until `stop` is called; its summary once its last round ended. */
   startLevel(): { stop(): Promise<VoiceLevelSummary> };
   end(): Promise<void>;
 }
 
 /**
- * Forks bench/voiceTurns.ts with `env` (the service's settings) and `calls` calls a level;
- * resolves once its no-burst level is measured. Its report lines go to this process's stdout.
+ * Forks bench/voiceTurns.ts with `env` (the service's settings) and `calls` calls at once;
+ * resolves once it has warmed up. Its report lines go to this process's stdout.
  */
 export async function startVoiceBeside(env: NodeJS.ProcessEnv, calls: number): Promise<VoiceBeside> {
   const child: ChildProcess = fork(path.join(PROJECT_ROOT, 'bench', 'voiceTurns.ts'), [], {
@@ -56,21 +63,26 @@ export async function startVoiceBeside(env: NodeJS.ProcessEnv, calls: number): P
   const failedEarly = exited.then(() => {
     throw new Error('bench/voiceTurns.ts exited before it was ready');
   });
-  const ready = (await Promise.race([
-    new Promise<BesideReport>((resolve, reject) => {
-      child.on('message', (m: BesideReport) => (m.event === 'ready' ? resolve(m) : m.event === 'error' ? reject(new Error(m.message)) : undefined));
-    }),
-    failedEarly,
-  ])) as Extract<BesideReport, { event: 'ready' }>;
+  const ready = new Promise<void>((resolve, reject) => {
+    const onMessage = (m: BesideReport) => {
+      if (m.event === 'ready') resolve();
+      else if (m.event === 'error') reject(new Error(m.message));
+      else return;
+      child.off('message', onMessage);
+    };
+    child.on('message', onMessage);
+  });
+  await Promise.race([ready, failedEarly]);
   failedEarly.catch(() => undefined);
+  const summaryOf = async (answer: Promise<BesideReport>) => ((await answer) as Extract<BesideReport, { event: 'level' }>).summary;
   return {
-    baseline: ready.summary,
+    level: (minTurns) => summaryOf(askChild<BesideOrder, BesideReport>(child, { cmd: 'level', minTurns }, 'level')),
     startLevel() {
-      const done = askChild<BesideOrder, BesideReport>(child, { cmd: 'level' }, 'level');
+      const done = summaryOf(askChild<BesideOrder, BesideReport>(child, { cmd: 'level' }, 'level'));
       return {
         stop: async () => {
           child.send({ cmd: 'stop' } satisfies BesideOrder);
-          return ((await done) as Extract<BesideReport, { event: 'level' }>).summary;
+          return done;
         },
       };
     },

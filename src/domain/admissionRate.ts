@@ -41,6 +41,8 @@ export interface LiveAdmissionRateOptions {
   limitMs: number;
   /** How often the rate may change. */
   stepMs: number;
+  /** After the line was empty this long, the calls that fall due next start slowly (`lineLooked`). */
+  idleRestartMs: number;
 }
 
 /**
@@ -49,13 +51,21 @@ export interface LiveAdmissionRateOptions {
  * `limitMs` (LiveCallPace), and grown back by a fiftieth of the configured rate at each step once they are on
  * time again (additive increase, multiplicative decrease: the admitted calls' own tasks come
  * seconds after their admission, so the rate is lowered firmly and raised slowly). Never below
- * one call a second or a fiftieth of the configured rate, so the line always moves. Pure: the
- * caller passes the lateness and the clock.
+ * one call a second or a fiftieth of the configured rate, so the line always moves.
+ *
+ * A line that forms after `idleRestartMs` empty starts slowly: at a quarter of the configured
+ * rate, doubled at each step while the live calls stay on time, until the first late step.
+ * The same lag makes that worth it: admitted at the full rate from the first instant, a burst's
+ * first second of calls has run the live calls late before their pace can say so.
+ * Pure: the caller passes the lateness and the clock.
  */
 export class LiveAdmissionRate {
   private rate: number;
   private changedAt: number | undefined;
   private readonly floor: number;
+  private startingSlowly = false;
+  /** When the line last had due calls waiting (undefined: never). */
+  private waitingAt: number | undefined;
 
   constructor(
     private readonly maxPerSecond: number,
@@ -66,15 +76,34 @@ export class LiveAdmissionRate {
   }
 
   /**
-   * The rate now, given the live timers' recent lateness (undefined: none fired lately, which
-   * counts as on time), read only when a step is due.
+   * The rate now, given the live calls' recent lateness (undefined: no reading, which counts
+   * as on time), read only when a step is due.
    */
   update(nowMs: number, lateness: () => number | undefined): number {
     if (this.changedAt !== undefined && nowMs - this.changedAt < this.options.stepMs) return this.rate;
     this.changedAt = nowMs;
     const lateMs = lateness();
-    if (lateMs !== undefined && lateMs > this.options.limitMs) this.rate = Math.max(this.floor, this.rate * 0.7);
-    else this.rate = Math.min(this.maxPerSecond, this.rate + this.maxPerSecond / 50);
+    if (lateMs !== undefined && lateMs > this.options.limitMs) {
+      this.startingSlowly = false;
+      this.rate = Math.max(this.floor, this.rate * 0.7);
+    } else {
+      this.rate = Math.min(this.maxPerSecond, this.startingSlowly ? this.rate * 2 : this.rate + this.maxPerSecond / 50);
+    }
+    return this.rate;
+  }
+
+  /**
+   * The line was looked at and had due calls `waiting` or not. Due calls after `idleRestartMs`
+   * with none (or the first ever) start slowly; returns the rate.
+   */
+  lineLooked(nowMs: number, waiting: boolean): number {
+    if (!waiting) return this.rate;
+    if (this.waitingAt === undefined || nowMs - this.waitingAt >= this.options.idleRestartMs) {
+      this.startingSlowly = true;
+      this.rate = Math.max(this.floor, Math.min(this.rate, this.maxPerSecond / 4));
+      this.changedAt = nowMs;
+    }
+    this.waitingAt = nowMs;
     return this.rate;
   }
 }

@@ -31,8 +31,9 @@ export interface AdmissionPacerOptions {
   /**
    * How long the live calls' workflow tasks wait to start (liveCallPace): while their p99 is
    * above LIVE_TASK_WAIT_LIMIT_MS and due calls wait, the rate is lowered, and raised back once
-   * they are on time or the line is empty (LiveAdmissionRate). Without it, the pacer admits at
-   * `ratePerSecond`.
+   * they are on time or the line is empty; calls falling due after a quiet spell start at a
+   * quarter of the rate, doubled while on time (LiveAdmissionRate). Without it, the pacer
+   * admits at `ratePerSecond`.
    */
   livePace?: LiveCallPace;
 }
@@ -52,6 +53,12 @@ const BACKLOG_LOOK_MS = 500;
 export const LIVE_TASK_WAIT_LIMIT_MS = 100;
 /** How often the rate follows the live calls' pace. */
 const RATE_STEP_MS = 500;
+/**
+ * The line empty this long, due calls start slowly again (LiveAdmissionRate): a simulated
+ * call's own tasks come within about five seconds of its admission, so a quiet spell that
+ * long has left nothing of the last admissions to read.
+ */
+const IDLE_RESTART_MS = 5_000;
 /** How often the worker reads the live tasks' waits from its SDK metrics. */
 export const LIVE_PACE_READ_MS = 500;
 /** A reading older than this (the metrics unread since) counts as on time. */
@@ -77,7 +84,7 @@ const DEFAULT_TICK_MS = 100;
 export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOptions): AdmissionPacer {
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
   const rate = new AdmissionRate(opts.ratePerSecond, tickMs);
-  const liveRate = new LiveAdmissionRate(opts.ratePerSecond, { limitMs: LIVE_TASK_WAIT_LIMIT_MS, stepMs: RATE_STEP_MS });
+  const liveRate = new LiveAdmissionRate(opts.ratePerSecond, { limitMs: LIVE_TASK_WAIT_LIMIT_MS, stepMs: RATE_STEP_MS, idleRestartMs: IDLE_RESTART_MS });
   admissionRate.set(opts.ratePerSecond);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -97,13 +104,14 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       if (opts.livePace) {
         const now = Date.now();
         // Lateness while the line is empty is not this pacer's doing (a burst of creations, other
-        // work): the rate grows back meanwhile, so a campaign falling due starts at its head at once.
+        // work): the rate grows back meanwhile; a line that forms after a quiet spell then starts
+        // slowly (lineLooked below), but at once.
         const livePace = opts.livePace;
         const perSecond = liveRate.update(now, () => (lineFound ? livePace.lateness(now) : undefined));
         rate.setRate(perSecond);
         admissionRate.set(perSecond);
       }
-      const n = rate.available(Date.now());
+      let n = rate.available(Date.now());
       if (n <= 0) return;
       // Holding: nothing is admitted until the backlog is asked again, so the line can wait for that too.
       const holding = backlog > LIVE_BACKLOG_LIMIT;
@@ -111,6 +119,13 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       // Only a line with due calls (and a free slot to give them) is worth asking Temporal about.
       const teams = await admissionLineTeams(deps.pool, n);
       lineFound = teams.length > 0;
+      if (opts.livePace) {
+        // Calls falling due after a quiet spell start slowly, from this tick on (LiveAdmissionRate).
+        const perSecond = liveRate.lineLooked(Date.now(), lineFound);
+        rate.setRate(perSecond);
+        admissionRate.set(perSecond);
+        n = Math.min(n, rate.available(Date.now()));
+      }
       // An empty line while holding: the hold stands (the backlog unasked), and the line is
       // looked at again at the backlog's pace, not at every tick.
       if (teams.length === 0 && holding) lookedAt = Date.now();

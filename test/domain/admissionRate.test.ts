@@ -60,7 +60,7 @@ test('a new rate applies from the next tick, and a lower one drops the tokens ab
 });
 
 test('live lateness: cut by 30 % a step while timers fire late, never below the floor; grown back by a fiftieth a step once on time', () => {
-  const live = new LiveAdmissionRate(50, { limitMs: 100, stepMs: 500 });
+  const live = new LiveAdmissionRate(50, { limitMs: 100, stepMs: 500, idleRestartMs: 5_000 });
   assert.equal(live.update(0, () => undefined), 50, 'on time: the configured rate');
   const late: number[] = [];
   for (let t = 500; t <= 8000; t += 500) late.push(live.update(t, () => 400));
@@ -75,11 +75,35 @@ test('live lateness: cut by 30 % a step while timers fire late, never below the 
   assert.equal(live.update(40_500, () => 100), 50, 'at the limit is on time');
 });
 
+test('live lateness: a line that forms after a quiet spell starts at a quarter of the rate, doubled a step while on time, until the first late step', () => {
+  const live = new LiveAdmissionRate(50, { limitMs: 100, stepMs: 500, idleRestartMs: 5_000 });
+  assert.equal(live.update(0, () => undefined), 50, 'the line empty: the configured rate');
+  assert.equal(live.lineLooked(0, false), 50, 'an empty line changes nothing');
+  assert.equal(live.lineLooked(100, true), 12.5, 'the first due calls: a quarter');
+  assert.equal(live.update(200, () => 50), 12.5, 'the slow start counts as a step');
+  assert.equal(live.update(600, () => 50), 25, 'on time: doubled');
+  assert.equal(live.lineLooked(700, true), 25, 'a line still there does not restart');
+  assert.equal(live.update(1_100, () => 400), 17.5, 'late: cut, and the slow start is over');
+  assert.equal(live.update(1_600, () => 50), 18.5, 'on time again: plus a fiftieth, not doubled');
+  // Empty for less than the restart: no slow start.
+  live.lineLooked(4_000, false);
+  assert.equal(live.lineLooked(5_600, true), 18.5, 'calls again within five seconds: as it was');
+  // Empty for five seconds: the next due calls start slowly, from the lower of the two rates.
+  for (let t = 6_000; t <= 10_500; t += 500) live.update(t, () => undefined);
+  assert.equal(live.lineLooked(10_600, true), 12.5);
+  assert.equal(live.update(11_100, () => 50), 25);
+  assert.equal(live.update(11_600, () => 50), 50);
+  assert.equal(live.update(12_100, () => 50), 50, 'never above the configured rate');
+  const cut = new LiveAdmissionRate(50, { limitMs: 100, stepMs: 500, idleRestartMs: 5_000 });
+  for (let t = 0; t <= 3_000; t += 500) cut.update(t, () => 400);
+  assert.ok(cut.lineLooked(3_100, true) < 12.5, 'a rate already below a quarter stays');
+});
+
 test('live lateness: the floor is a fiftieth of a high configured rate, and the configured rate when that is below one', () => {
-  const high = new LiveAdmissionRate(500, { limitMs: 100, stepMs: 500 });
+  const high = new LiveAdmissionRate(500, { limitMs: 100, stepMs: 500, idleRestartMs: 5_000 });
   for (let t = 0; t <= 30_000; t += 500) high.update(t, () => 1_000);
   assert.equal(high.update(30_500, () => 1_000), 10);
-  const slow = new LiveAdmissionRate(0.5, { limitMs: 100, stepMs: 500 });
+  const slow = new LiveAdmissionRate(0.5, { limitMs: 100, stepMs: 500, idleRestartMs: 5_000 });
   assert.equal(slow.update(0, () => 1_000), 0.5);
 });
 

@@ -1,7 +1,7 @@
 // The admission pacer follows the live calls' pace (docs/calls.md, "Task queues", "The live
 // calls' pace"): while the live calls' tasks wait long to start it lowers its rate to its
 // floor, and raises it back once they start on time; waits while nothing waits in the line
-// leave the rate alone.
+// leave the rate alone; calls falling due after a quiet spell start slowly.
 // The time-skipping environment with the real activities over the test database; calls of
 // 20 s, so no release hands a slot on while a test watches the pacer's own grants.
 import assert from 'node:assert/strict';
@@ -71,6 +71,28 @@ test("while live tasks wait long to start and calls wait, the rate falls to its 
       return ids;
     },
   );
+  const outcomes = await Promise.all(ids.map((id) => calls.result(id, 120_000)));
+  assert.deepEqual(outcomes.map((o) => o.status), Array(ids.length).fill('completed'));
+});
+
+test('calls falling due after a quiet spell start at a quarter of the rate, doubled each step while the live calls are on time', async () => {
+  const rates: number[] = [];
+  const ids = await withLatePacer(
+    () => 20,
+    async () => {
+      const watching = setInterval(() => void rateNow().then((r) => r !== undefined && rates.push(r)), 50);
+      try {
+        const team = await createTestTeam(pool, { maxConcurrent: 100 });
+        const ids = await dueTogether(deps, team, 40, new Date(Date.now() + 1500));
+        await eventually(async () => (await Promise.all(ids.map(async (id) => (await callRow(pool, id)).slot_granted_at))).every(Boolean), 'every call granted');
+        return ids;
+      } finally {
+        clearInterval(watching);
+      }
+    },
+  );
+  const steps = rates.filter((r, i) => i === 0 || r !== rates[i - 1]);
+  assert.deepEqual(steps.slice(0, 4), [RATE, RATE / 4, RATE / 2, RATE], `the rates seen: ${steps.join(', ')}`);
   const outcomes = await Promise.all(ids.map((id) => calls.result(id, 120_000)));
   assert.deepEqual(outcomes.map((o) => o.status), Array(ids.length).fill('completed'));
 });

@@ -4,7 +4,7 @@
 // live-call queue, where a burst's starts compete with them. The voice bench serves its own
 // API and media edge, warms up, then measures a level of calls on each order: until it has
 // enough turns (with no burst), or until the campaign bench stops it (during a burst).
-import { fork, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/config/index.js';
 import { askChild } from './browserCallers.js';
@@ -49,13 +49,13 @@ export interface VoiceBeside {
 }
 
 /**
- * Forks bench/voiceTurns.ts with `env` (the service's settings) and `calls` calls at once;
+ * Starts bench/voiceTurns.ts with `env` (the service's settings) and `calls` calls at once;
  * resolves once it has warmed up. Its report lines go to this process's stdout.
  */
 export async function startVoiceBeside(env: NodeJS.ProcessEnv, calls: number): Promise<VoiceBeside> {
-  const child: ChildProcess = fork(path.join(PROJECT_ROOT, 'bench', 'voiceTurns.ts'), [], {
+  // Node with an IPC channel, as fork gives one: the orders and reports go over it.
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'bench', 'voiceTurns.ts')], {
     cwd: PROJECT_ROOT,
-    execArgv: ['--import', 'tsx'],
     env: { ...env, [BESIDE_CAMPAIGN_ENV]: '1', BENCH_CALLS: String(calls) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

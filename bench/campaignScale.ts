@@ -45,7 +45,7 @@
 //     against BENCH_FLAT_SMALL (≤ 1.2×), start lateness p99 at BENCH_ONTIME due with free
 //     slots (kept ≤ BENCH_KEPT_P99, 43.5 s, the figure before issue 27).
 //  voice turns beside the bursts of "on time" and "flat cost, many waiting": bench/voiceTurns.ts,
-//     forked on this service (bench/support/voiceBeside.ts): its own API and media edge, the
+//     started on this service (bench/support/voiceBeside.ts): its own API and media edge, the
 //     calls' workflows on this service's worker and live-call queue. BENCH_VOICE_CALLS (10)
 //     browser calls at once in rounds, first with no burst, then from the due instant until
 //     every call of the burst has started (as the live calls): turn latency p95 at the edge

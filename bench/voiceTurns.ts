@@ -36,7 +36,7 @@
 // reported per kind of answer (constrained: yes/no and digits; free), against issue 24's
 // targets: constrained p50 ≤ 450 ms at 10 calls, free speech with Whisper p50 ≤ 900 ms.
 //
-// Beside a campaign: bench/campaignScale.ts forks this bench (bench/support/voiceBeside.ts)
+// Beside a campaign: bench/campaignScale.ts starts this bench (bench/support/voiceBeside.ts)
 // with its service's settings, so these calls' workflows run on the campaign's worker. It
 // then runs BENCH_CALLS' first level on each order of the campaign bench: with no burst,
 // rounds until it has BENCH_MIN_TURNS turns; during a burst, rounds until the campaign

@@ -1,5 +1,5 @@
 // bench/voiceTurns.ts beside a campaign burst (bench/campaignScale.ts): the campaign bench
-// forks the voice bench with its service's settings (Postgres, Temporal, task queue,
+// starts the voice bench with its service's settings (Postgres, Temporal, task queue,
 // recordings folder), so the browser calls' workflows run on the campaign's worker, on its
 // live-call queue, where a burst's starts compete with them. The voice bench serves its own
 // API and media edge, warms up, then measures a level of calls on each order: until it has

@@ -99,6 +99,11 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
   // failure would bury the log while the database or Temporal is away.
   const backlogOutage = new OutageLog(deps.logger, 'live-call queue backlog unknown; admitting at the rate alone', 'live-call queue backlog known again');
   const stepOutage = new OutageLog(deps.logger, 'admission pacer step failed; retrying every tick', 'admission pacer steps succeed again');
+  // The rate the live calls' pace allows, applied and shown on the worker's metrics.
+  const follow = (perSecond: number) => {
+    rate.setRate(perSecond);
+    admissionRate.set(perSecond);
+  };
   const tick = async () => {
     try {
       if (opts.livePace) {
@@ -107,9 +112,7 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
         // work): the rate grows back meanwhile; a line that forms after a quiet spell then starts
         // slowly (lineLooked below), but at once.
         const livePace = opts.livePace;
-        const perSecond = liveRate.update(now, () => (lineFound ? livePace.lateness(now) : undefined));
-        rate.setRate(perSecond);
-        admissionRate.set(perSecond);
+        follow(liveRate.update(now, () => (lineFound ? livePace.lateness(now) : undefined)));
       }
       let n = rate.available(Date.now());
       if (n <= 0) return;
@@ -121,9 +124,7 @@ export function startAdmissionPacer(deps: CallSlotDeps, opts: AdmissionPacerOpti
       lineFound = teams.length > 0;
       if (opts.livePace) {
         // Calls falling due after a quiet spell start slowly, from this tick on (LiveAdmissionRate).
-        const perSecond = liveRate.lineLooked(Date.now(), lineFound);
-        rate.setRate(perSecond);
-        admissionRate.set(perSecond);
+        follow(liveRate.lineLooked(Date.now(), lineFound));
         n = Math.min(n, rate.available(Date.now()));
       }
       // An empty line while holding: the hold stands (the backlog unasked), and the line is
